@@ -1,0 +1,110 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import type { Config } from './config.ts';
+import type { Store } from './db/store.ts';
+import { graphqlRoutes } from './graphql/graphql.routes.ts';
+import { authGuard } from './http/auth.ts';
+import { registerErrorHandling } from './http/error-handler.ts';
+import { AppError } from './http/errors.ts';
+import { trackRoutes } from './http/method-not-allowed.ts';
+import { registerMetrics } from './http/metrics.ts';
+import type { RouteDeps } from './http/route-deps.ts';
+import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from './http/validation.ts';
+import { accountDataRoutes } from './modules/account-data/account-data.routes.ts';
+import { accountImportsRoutes } from './modules/account-imports/account-imports.routes.ts';
+import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
+import type { TokenService } from './modules/auth/token.service.ts';
+import { notesRoutes } from './modules/notes/notes.routes.ts';
+import { paymentInstructionsRoutes } from './modules/payment-instructions/payment-instructions.routes.ts';
+import { statementsRoutes } from './modules/statements/statements.routes.ts';
+import { transactionsRoutes } from './modules/transactions/transactions.routes.ts';
+
+export interface AppOptions {
+  config: Config;
+  store: Store;
+  tokens: TokenService;
+  logger?: FastifyBaseLogger;
+}
+
+/** Builds the whole HTTP app over a store. Never listens: main.ts and the tests do that. */
+export async function buildApp({ config, store, tokens, logger }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
+    },
+    // Slow clients: a request must send its headers and body in bounded time.
+    requestTimeout: 60_000,
+    connectionTimeout: 120_000,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+
+  // One validator for the whole app (validation.ts): bodies strictly, query strings with coercion.
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const validate = compileValidator(schema, httpPart === 'body' ? bodyAjv : queryAjv);
+    const code = httpPart === 'body' ? errorCodeOf(schema) : 'invalid';
+    return (data: unknown) => {
+      const errors = validate(data);
+      return errors ? { error: validationError(code, errors) } : { value: data };
+    };
+  });
+
+  registerErrorHandling(app);
+  const allowedMethods = trackRoutes(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const methods = allowedMethods(path.endsWith('/') ? path : `${path}/`).concat(allowedMethods(path));
+    const error = methods.length > 0
+      ? new AppError('method_not_allowed', `Method "${request.method}" not allowed.`, undefined, undefined, { Allow: [...new Set(methods)].join(', ') })
+      : new AppError('not_found', `No route for ${request.method} ${path}.`);
+    void reply.code(error.status).headers(error.headers ?? {}).send(error.body());
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Account migration import service',
+        version: '1.0.0',
+        description: 'Validate, stage and create supplier accounts, then import their notes, transactions, statements and payment instructions. Error bodies follow spec section 7; every string and array bound is listed on its field.',
+      },
+      components: { securitySchemes: { Token: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'Token <token>, from the obtainToken mutation at POST /graphql' } } },
+      security: [{ Token: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  registerMetrics(app);
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    try {
+      await sql`select 1`.execute(store.db);
+      return { status: 'ready' };
+    } catch {
+      return reply.code(503).send({ detail: 'The store is not reachable.', code: 'service_unavailable' });
+    }
+  });
+
+  const deps: RouteDeps = { db: store.db, storeKind: store.kind, config, tokens };
+  await app.register(graphqlRoutes, deps);
+  await app.register(async (v1) => {
+    v1.addHook('onRequest', authGuard(tokens));
+    for (const routes of [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes, statementsRoutes,
+      paymentInstructionsRoutes, accountsRoutes]) {
+      await v1.register(routes, deps);
+    }
+  }, { prefix: '/v1/data-import' });
+
+  return app;
+}

@@ -1,0 +1,119 @@
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+// Row types of the tables in /migrations. Dates travel as 'YYYY-MM-DD' strings and numerics as
+// decimal strings (see type-parsers.ts); timestamptz as Date.
+type Id = Generated<number>;
+type Json<T> = ColumnType<T, string, string>;
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type Decimal = ColumnType<string, string | number, string | number>;
+
+export interface OrganisationsTable { id: Id; name: string; created_at: Generated<Date> }
+export interface ApiKeysTable {
+  id: Id; organisation_id: number; prefix: string; secret_hash: string;
+  created_at: Generated<Date>; revoked_at: Date | null;
+}
+export interface SettingsTable { name: string; value: string }
+export type SupplierStatus = 'ongoing' | 'paused' | 'complete';
+export interface ImportSuppliersTable {
+  id: Id; code: string; organisation_id: number; status: Generated<SupplierStatus>;
+  customer_emails: Generated<boolean>; documents_root: Generated<string>; created_at: Generated<Date>;
+}
+export interface OperationsTeamsTable { id: Id; name: string; created_at: Generated<Date> }
+export interface PaymentVendorsTable {
+  id: Id; code: string; kind: string; url: string; secret: string | null;
+  timeout_ms: Generated<number>; created_at: Generated<Date>;
+}
+
+export interface AccountImportsTable {
+  id: Id; supplier_id: number; external_account_number: string; data: Json<unknown>;
+  staged_at: Timestamp; updated_at: Timestamp; skipped: Generated<boolean>; account_id: number | null;
+}
+export interface AccountsTable {
+  id: Id; number: string; account_import_id: number; supplier_id: number; external_account_number: string;
+  operations_team_id: number; billing_street_address: string; billing_locality: string | null;
+  billing_administrative_area: string | null; billing_country: string; billing_postal_code: string;
+  unknown_occupier: boolean | null; metadata: Json<unknown>; created_at: Timestamp;
+}
+export interface CustomersTable {
+  id: Id; account_id: number; position: number; given_name: string; family_name: string;
+  email: string | null; mobile: string | null; landline: string | null; alternative_phone_numbers: Json<unknown>;
+  date_of_birth: string | null; opted_into_updates: boolean | null; opted_into_offers: boolean | null;
+  opted_into_sms: boolean | null;
+}
+export interface SupplyAddressesTable {
+  id: Id; account_id: number; position: number; supply_address1: string; supply_address2: string | null;
+  supply_address3: string | null; supply_address4: string | null; supply_postcode: string;
+  customer_at_supply_address_from_date: string | null;
+}
+export interface SupplyPointsTable {
+  id: Id; account_id: number; supply_address_id: number; position: number; supply_type: string;
+  supply_start_date: string; last_billed_to_date: string | null; identifier: string | null; details: Json<unknown>;
+}
+export interface AgreementsTable { id: Id; supply_point_id: number; position: number; tariff_code: string; effective_from: string }
+export interface MetersTable {
+  id: Id; supply_point_id: number; position: number; serial_number: string; subgroup: number | null;
+  seal_date: string | null; meter_number: number | null; status: string | null; active_from: string | null;
+  meter_type: Json<unknown> | null;
+}
+export interface RegistersTable {
+  id: Id; meter_id: number; position: number; register_type: string; whole_digits: number | null;
+  decimal_digits: number | null; active_from: string | null; multiplier: Decimal | null;
+}
+export interface TransferReadingsTable {
+  id: Id; supply_point_id: number; position: number; register_type: string; read_date: string; value: Decimal;
+}
+export interface CreateAttemptsTable {
+  id: Id; supplier_id: number; external_account_number: string; dry_run: boolean;
+  outcome: 'created' | 'dry_run_rolled_back' | 'failed'; error_code: string | null; error_detail: string | null;
+  started_at: Timestamp; finished_at: Timestamp;
+}
+export interface OutboxEmailsTable {
+  id: Id; account_id: number; recipient: string; subject: string; body: string; created_at: Timestamp;
+  attempts: Generated<number>; next_attempt_at: Timestamp; last_error: string | null; sent_at: Date | null;
+}
+
+export interface NotesTable {
+  id: Id; account_id: number; body: string | null; document_paths: Json<unknown>; created_at: Timestamp;
+  is_pinned: Generated<boolean>; unpin_at: Date | string | null; inserted_at: Timestamp;
+}
+export interface TransactionsTable {
+  id: Id; account_id: number; transaction_id: string; transaction_date: string; original_date: string | null;
+  amount: Decimal; type: string; reason: string | null; display_note: string | null; note: string | null;
+  reference: string | null; payment_type: string | null; product_code: string | null;
+  line_items: Json<unknown> | null; tax_items: Json<unknown> | null; description: string | null; created_at: Timestamp;
+}
+export interface StatementsTable {
+  id: Id; account_id: number; statement_id: string; bill_period_from_date: string; bill_period_to_date: string;
+  issued_date: string; number: string; gross_amount: Decimal; statement_path: string | null; created_at: Timestamp;
+}
+export interface PaymentInstructionsTable {
+  id: Id; account_id: number; vendor_id: number; reference: string; type: string; status: string | null;
+  details: Json<unknown>; active: Generated<boolean>; created_at: Timestamp;
+}
+
+export interface Database {
+  organisations: OrganisationsTable;
+  api_keys: ApiKeysTable;
+  settings: SettingsTable;
+  import_suppliers: ImportSuppliersTable;
+  operations_teams: OperationsTeamsTable;
+  payment_vendors: PaymentVendorsTable;
+  account_imports: AccountImportsTable;
+  accounts: AccountsTable;
+  customers: CustomersTable;
+  supply_addresses: SupplyAddressesTable;
+  supply_points: SupplyPointsTable;
+  agreements: AgreementsTable;
+  meters: MetersTable;
+  registers: RegistersTable;
+  transfer_readings: TransferReadingsTable;
+  create_attempts: CreateAttemptsTable;
+  outbox_emails: OutboxEmailsTable;
+  notes: NotesTable;
+  transactions: TransactionsTable;
+  statements: StatementsTable;
+  payment_instructions: PaymentInstructionsTable;
+}
+
+export type Supplier = Selectable<ImportSuppliersTable>;
+export type NewAccountImport = Insertable<AccountImportsTable>;

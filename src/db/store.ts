@@ -1,0 +1,83 @@
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { PGliteDialect } from './pglite-dialect.ts';
+import type { Database } from './schema.ts';
+import { typeParsers } from './type-parsers.ts';
+
+export type StoreKind = 'pglite' | 'postgres';
+
+/**
+ * The store: one Kysely instance over either a PostgreSQL server or an embedded PGlite. Everything
+ * above this module is the same for both. `withSession` hands out one database session that runs
+ * multi-statement SQL scripts (migrations, session advisory locks); `db` is for everything else.
+ */
+export type RunScript = <T = Record<string, unknown>>(script: string) => Promise<T[]>;
+
+export interface Store {
+  readonly kind: StoreKind;
+  readonly db: Kysely<Database>;
+  withSession<T>(work: (run: RunScript) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  databaseUrl?: string | undefined;
+  /** PGlite data directory; `memory://` keeps it in memory (tests). */
+  dataDir?: string;
+  poolSize?: number;
+}
+
+export async function openStore(options: StoreOptions): Promise<Store> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 20) : openPGlite(options.dataDir ?? './data');
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<Store> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: 5_000,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        typeParsers[oid] ?? pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle client losing its server (a restart) must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kind: 'postgres',
+    db,
+    async withSession(work) {
+      const client = await pool.connect();
+      try {
+        return await work(async <T>(script: string) => {
+          const result = (await client.query(script)) as unknown as pg.QueryResult | pg.QueryResult[];
+          const last = Array.isArray(result) ? result[result.length - 1] : result;
+          return (last?.rows ?? []) as T[];
+        });
+      } finally {
+        client.release();
+      }
+    },
+    close: () => db.destroy(),
+  };
+}
+
+async function openPGlite(dataDir: string): Promise<Store> {
+  const client = await PGlite.create(dataDir, { parsers: typeParsers });
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
+  return {
+    kind: 'pglite',
+    db,
+    // Through Kysely's connection so the script waits its turn on PGlite's one session.
+    async withSession(work) {
+      return db.connection().execute(() =>
+        work(async <T>(script: string) => {
+          const results = await client.exec(script);
+          return (results[results.length - 1]?.rows ?? []) as T[];
+        }));
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,52 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from './errors.ts';
+
+// The one place every failure becomes the JSON body of spec section 7 / D4. Nothing else writes an
+// error response, and no input reaches the client as a 5xx with a stack trace.
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
+    const appError = toAppError(error);
+    if (appError.status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+    }
+    void reply.code(appError.status).headers(appError.headers ?? {}).send(appError.body());
+  });
+
+}
+
+function toAppError(error: FastifyError | AppError): AppError {
+  if (error instanceof AppError) return error;
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is larger than the limit.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? new AppError('unsupported_media_type', 'Send the body as application/json.')
+        : new AppError('parse_error', 'The Content-Length header does not match the body.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('parse_error', 'The body is empty; send a JSON document.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('parse_error', 'The body is not valid JSON.');
+    default:
+      break;
+  }
+  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON|prototype|constructor/i.test(error.name))) {
+    return new AppError('parse_error', 'The body is not valid JSON.');
+  }
+  if (error.statusCode === 400 && 'validation' in error && error.validation) {
+    return new AppError('invalid', 'The request failed validation.', []);
+  }
+  if (error.statusCode === 503) return new AppError('service_unavailable', 'The service is unavailable; retry shortly.');
+  if (isConnectionError(error)) {
+    return new AppError('service_unavailable', 'The database is unavailable; retry shortly.', undefined, undefined, { 'Retry-After': '1' });
+  }
+  return new AppError('internal_error', 'An unexpected error occurred. It has been logged with this request id.');
+}
+
+// The store is unreachable (a restart, a network cut): a retryable 503 rather than a 500.
+function isConnectionError(error: { code?: unknown; message?: string }): boolean {
+  const code = typeof error.code === 'string' ? error.code : '';
+  return ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code)
+    || /Connection terminated|timeout exceeded when trying to connect/.test(error.message ?? '');
+}

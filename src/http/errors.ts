@@ -1,0 +1,86 @@
+// The closed list of top-level error codes and the one function that maps each to its HTTP status.
+// Adding a code means adding it here; the switch below will not compile until it has a status.
+export const ERROR_CODES = [
+  // 400: request shape and field rules (D4)
+  'account_failed_validation', 'invalid', 'parse_error',
+  // 400: suppliers (D3, D6)
+  'import_supplier_not_found', 'import_supplier_paused', 'import_supplier_complete',
+  // 400: account state and creation (D6)
+  'account_not_staged', 'account_already_imported', 'account_marked_to_skip', 'account_import_in_progress',
+  'operations_team_not_found', 'supply_point_already_registered', 'dry_run_rolled_back',
+  // 400: imported data (D8, D9)
+  'TRANSACTION_IMPORT_ERROR', 'statement_period_overlap', 'payment_instruction_not_found',
+  'payment_vendor_rejected', 'payment_vendor_not_found', 'active_payment_instruction_exists',
+  // 401
+  'not_authenticated', 'authentication_failed', 'token_expired',
+  // 404, 405, 413, 415, 429
+  'not_found', 'account_not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type',
+  'concurrency_limit_exceeded',
+  // 5xx
+  'payment_vendor_unavailable', 'service_unavailable', 'internal_error',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export function statusFor(code: ErrorCode): number {
+  switch (code) {
+    case 'account_failed_validation': case 'invalid': case 'parse_error':
+    case 'import_supplier_not_found': case 'import_supplier_paused': case 'import_supplier_complete':
+    case 'account_not_staged': case 'account_already_imported': case 'account_marked_to_skip':
+    case 'account_import_in_progress': case 'operations_team_not_found': case 'supply_point_already_registered':
+    case 'dry_run_rolled_back': case 'TRANSACTION_IMPORT_ERROR': case 'statement_period_overlap':
+    case 'payment_instruction_not_found': case 'payment_vendor_rejected': case 'payment_vendor_not_found':
+    case 'active_payment_instruction_exists':
+      return 400;
+    case 'not_authenticated': case 'authentication_failed': case 'token_expired':
+      return 401;
+    case 'not_found': case 'account_not_found':
+      return 404;
+    case 'method_not_allowed':
+      return 405;
+    case 'payload_too_large':
+      return 413;
+    case 'unsupported_media_type':
+      return 415;
+    case 'concurrency_limit_exceeded':
+      return 429;
+    case 'payment_vendor_unavailable': case 'internal_error':
+      return 500;
+    case 'service_unavailable':
+      return 503;
+  }
+}
+
+/** One item of `errors` (spec 7.1): `attr` is a dot path with zero-based indexes. */
+export interface FieldError {
+  detail: string;
+  code: string;
+  attr: string;
+}
+
+/**
+ * Every failure a request can end in. Services throw it; the one error handler turns it into the
+ * JSON body of spec section 7. `extra` adds top-level fields some answers carry (D6, spec 4.5).
+ */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly errors?: FieldError[],
+    readonly extra?: Record<string, unknown>,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(detail);
+    this.name = 'AppError';
+    this.status = statusFor(code);
+  }
+
+  /** A single-field failure: the top-level code also appears as the field's item (D4). */
+  static field(code: ErrorCode, detail: string, attr: string, extra?: Record<string, unknown>): AppError {
+    return new AppError(code, detail, [{ detail, code, attr }], extra);
+  }
+
+  body(): Record<string, unknown> {
+    return { detail: this.detail, code: this.code, ...(this.errors ? { errors: this.errors } : {}), ...this.extra };
+  }
+}

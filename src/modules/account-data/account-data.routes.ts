@@ -1,0 +1,5 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { RouteDeps } from '../../http/route-deps.ts';
+
+// Not built yet: see the issue that owns this module.
+export const accountDataRoutes: FastifyPluginAsync<RouteDeps> = async () => {};
