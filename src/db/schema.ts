@@ -4,6 +4,8 @@ import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 // decimal strings (see type-parsers.ts); timestamptz as Date.
 type Id = Generated<number>;
 type Json<T> = ColumnType<T, string, string>;
+/** A jsonb column with a database default: optional on insert. */
+type JsonDefault<T> = ColumnType<T, string | undefined, string>;
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Decimal = ColumnType<string, string | number, string | number>;
 
@@ -32,11 +34,11 @@ export interface AccountsTable {
   id: Id; number: string; account_import_id: number; supplier_id: number; external_account_number: string;
   operations_team_id: number; billing_street_address: string; billing_locality: string | null;
   billing_administrative_area: string | null; billing_country: string; billing_postal_code: string;
-  unknown_occupier: boolean | null; metadata: Json<unknown>; created_at: Timestamp;
+  unknown_occupier: boolean | null; metadata: JsonDefault<unknown>; created_at: Timestamp;
 }
 export interface CustomersTable {
   id: Id; account_id: number; position: number; given_name: string; family_name: string;
-  email: string | null; mobile: string | null; landline: string | null; alternative_phone_numbers: Json<unknown>;
+  email: string | null; mobile: string | null; landline: string | null; alternative_phone_numbers: JsonDefault<unknown>;
   date_of_birth: string | null; opted_into_updates: boolean | null; opted_into_offers: boolean | null;
   opted_into_sms: boolean | null;
 }
@@ -47,7 +49,7 @@ export interface SupplyAddressesTable {
 }
 export interface SupplyPointsTable {
   id: Id; account_id: number; supply_address_id: number; position: number; supply_type: string;
-  supply_start_date: string; last_billed_to_date: string | null; identifier: string | null; details: Json<unknown>;
+  supply_start_date: string; last_billed_to_date: string | null; identifier: string | null; details: JsonDefault<unknown>;
 }
 export interface AgreementsTable { id: Id; supply_point_id: number; position: number; tariff_code: string; effective_from: string }
 export interface MetersTable {
@@ -73,7 +75,7 @@ export interface OutboxEmailsTable {
 }
 
 export interface NotesTable {
-  id: Id; account_id: number; body: string | null; document_paths: Json<unknown>; created_at: Timestamp;
+  id: Id; account_id: number; body: string | null; document_paths: JsonDefault<unknown>; created_at: Timestamp;
   is_pinned: Generated<boolean>; unpin_at: Date | string | null; inserted_at: Timestamp;
 }
 export interface TransactionsTable {
@@ -88,7 +90,7 @@ export interface StatementsTable {
 }
 export interface PaymentInstructionsTable {
   id: Id; account_id: number; vendor_id: number; reference: string; type: string; status: string | null;
-  details: Json<unknown>; active: Generated<boolean>; created_at: Timestamp;
+  details: JsonDefault<unknown>; active: Generated<boolean>; created_at: Timestamp;
 }
 
 export interface Database {

@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/admin.repository.ts';
+import { unique, type Tenant, type TestApp } from './test-app.ts';
+
+export interface ImportedAccount { externalAccountNumber: string; serviceAccountNumber: string; accountId: number }
+
+/**
+ * An imported account written straight into the store, for tests of what is imported onto accounts.
+ * It has the rows an account needs (import process, account) and nothing else; tests of account
+ * creation itself go through the HTTP endpoints.
+ */
+export async function insertImportedAccount(t: TestApp, tenant: Tenant): Promise<ImportedAccount> {
+  const db = t.store.db;
+  const supplier = await findSupplierByCode(db, tenant.supplier);
+  const team = await findTeamByName(db, tenant.team);
+  if (!supplier || !team) throw new Error('tenant is incomplete');
+  const externalAccountNumber = unique('EXT');
+  const number = `A-${randomBytes(4).toString('hex').toUpperCase()}`;
+  return db.transaction().execute(async (trx) => {
+    const staged = await trx.insertInto('account_imports')
+      .values({ supplier_id: supplier.id, external_account_number: externalAccountNumber, data: '{}' })
+      .returning('id').executeTakeFirstOrThrow();
+    const account = await trx.insertInto('accounts').values({
+      number, account_import_id: staged.id, supplier_id: supplier.id, external_account_number: externalAccountNumber,
+      operations_team_id: team.id, billing_street_address: '1 Test Street', billing_country: 'GB', billing_postal_code: 'SW1A 1AA',
+    }).returning('id').executeTakeFirstOrThrow();
+    await trx.updateTable('account_imports').set({ account_id: account.id }).where('id', '=', staged.id).execute();
+    return { externalAccountNumber, serviceAccountNumber: number, accountId: account.id };
+  });
+}
+
+/** Staged but not imported: endpoints that need an account answer 404 for it (D8). */
+export async function insertStagedOnly(t: TestApp, tenant: Tenant): Promise<string> {
+  const supplier = await findSupplierByCode(t.store.db, tenant.supplier);
+  if (!supplier) throw new Error('tenant is incomplete');
+  const externalAccountNumber = unique('EXT');
+  await t.store.db.insertInto('account_imports')
+    .values({ supplier_id: supplier.id, external_account_number: externalAccountNumber, data: '{}' }).execute();
+  return externalAccountNumber;
+}
