@@ -38,9 +38,16 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();
     },
-    // Slow clients: a request must send its headers and body in bounded time.
-    requestTimeout: 60_000,
-    connectionTimeout: 120_000,
+    // Slow clients: a request must send its headers and body in bounded time. The limits must also
+    // reach node's http server at construction (`http`): set afterwards, as Fastify does with
+    // requestTimeout, node 20 still cuts slow headers but lets a slow body run on (test/faults).
+    requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: config.connectionTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: Math.min(config.headersTimeoutMs, config.requestTimeoutMs),
+      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(config.headersTimeoutMs, config.requestTimeoutMs) / 4))),
+    },
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
   });

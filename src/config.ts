@@ -16,6 +16,12 @@ export interface Config {
   readonly emailFrom: string;
   readonly outboxIntervalMs: number;
   readonly shutdownTimeoutMs: number;
+  /** Slow clients: the whole request (headers and body) must arrive within this. */
+  readonly requestTimeoutMs: number;
+  /** Slow clients: the headers must arrive within this (a slowloris is cut off here). */
+  readonly headersTimeoutMs: number;
+  /** An idle socket is closed after this. */
+  readonly connectionTimeoutMs: number;
   readonly demoSeed: boolean;
 }
 
@@ -75,6 +81,9 @@ export function loadConfig(env: Env = process.env): Config {
     emailFrom: env.EMAIL_FROM || 'no-reply@example.com',
     outboxIntervalMs: int('OUTBOX_INTERVAL_MS', 2000, 0, 3_600_000),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    connectionTimeoutMs: int('CONNECTION_TIMEOUT_MS', 120_000, 100, 3_600_000),
     demoSeed: bool('DEMO_SEED', !databaseUrl),
   };
   if (problems.length > 0) throw new ConfigError(problems);
