@@ -1,5 +1,29 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
+import { ErrorResponse } from '../accounts/common.schemas.ts';
+import {
+  CreateTransactionsBody, CreateTransactionsQuery, CreateTransactionsResponse, TransactionImportError,
+} from './transactions.schemas.ts';
+import { importTransactions } from './transactions.service.ts';
 
-// Not built yet: see the issue that owns this module.
-export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async () => {};
+export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+  app.post<{ Body: CreateTransactionsBody; Querystring: CreateTransactionsQuery }>('/transactions/create/', {
+    schema: {
+      tags: ['imported data'],
+      summary: 'Import financial transactions onto an imported account (spec 4.5)',
+      description: 'All or nothing per batch. Dedupe by transaction_id per account. A transaction dated before the open '
+        + 'statement period (which starts the day after the latest historical statement) is moved to its first day '
+        + 'with a description and a pinned note, or fails the batch when force_add_to_current_statement=false.',
+      querystring: CreateTransactionsQuery,
+      body: CreateTransactionsBody,
+      response: { 201: CreateTransactionsResponse, 400: TransactionImportError, 404: ErrorResponse },
+    },
+  }, async (request, reply) => {
+    const result = await importTransactions(db, callerOf(request), request.body, {
+      checkPreviouslyAdded: request.query.check_previously_added ?? true,
+      forceAddToCurrentStatement: request.query.force_add_to_current_statement ?? true,
+    });
+    return reply.code(201).send(result);
+  });
+};

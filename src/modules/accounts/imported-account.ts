@@ -1,0 +1,23 @@
+import type { Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { AppError } from '../../http/errors.ts';
+
+// The one way every import onto an account (notes, transactions, statements) finds its account.
+// It takes a Transaction so it cannot be called outside one: the row lock it takes serialises every
+// import onto the same account, which is what makes dedupe and the open statement period hold under
+// concurrent identical posts (D8). Only a created account counts; staged data alone is not found.
+export async function lockImportedAccount(
+  trx: Transaction<Database>, supplierId: number, externalAccountNumber: string,
+): Promise<{ id: number }> {
+  const account = await trx.selectFrom('accounts').select('id')
+    .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!account) throw accountNotFound(externalAccountNumber);
+  return account;
+}
+
+export function accountNotFound(externalAccountNumber: string, attr: string | null = 'external_account_number'): AppError {
+  const detail = `No imported account "${externalAccountNumber}" for this import supplier.`;
+  return attr ? AppError.field('account_not_found', detail, attr) : new AppError('account_not_found', detail);
+}

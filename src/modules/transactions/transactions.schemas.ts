@@ -1,0 +1,146 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { registerRules } from '../../http/validation.ts';
+import { ErrorResponse, ExternalAccountNumber, ImportSupplierCode } from '../accounts/common.schemas.ts';
+
+// Financial transactions (spec 2.5, 4.5, D8). Each type takes its own fields and no others: a
+// discriminated union on `type`, so a field of another type is an `unknown_field`.
+
+export const TRANSACTION_TYPES = ['CHARGE', 'CREDIT', 'PAYMENT', 'REPAYMENT', 'SUPPLY_CHARGE'] as const;
+export type TransactionType = (typeof TRANSACTION_TYPES)[number];
+/** The values seen in the spec; the project's bounded choice for the full set. */
+export const TRANSACTION_REASONS = ['IMPORTED_CHARGE', 'IMPORTED_CREDIT', 'ACCOUNT_CHARGE_PAYMENT', 'FULL_CREDIT_REFUND', 'GENERAL_CREDIT'] as const;
+export const PAYMENT_TYPES = ['DD_REGULAR_COLLECTION', 'DIRECT_CREDIT', 'DEBIT_CARD'] as const;
+export const TRANSACTION_STATUSES = ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS', 'TRANSACTION_IMPORT_SUCCESS', 'TRANSACTION_IMPORT_ERROR'] as const;
+/** Largest amount numeric(14, 2) holds. */
+export const MAX_AMOUNT = 999_999_999_999.99;
+export const MAX_TRANSACTIONS_PER_BATCH = 1000;
+
+const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
+const DateString = Type.String({ format: 'date', maxLength: 10 });
+const Quantity = Type.Number({ minimum: -1e12, maximum: 1e12 });
+const Money = Type.Number({ exclusiveMinimum: 0, maximum: MAX_AMOUNT, 'x-decimal-places': 2, description: 'Positive, at most two decimals; the type gives the sign' });
+
+export const LineItem = Type.Object({
+  rate_band: Text(100),
+  start_date: DateString,
+  end_date: DateString,
+  number_of_units: Quantity,
+  net_amount: Quantity,
+  price_per_unit: Quantity,
+  units: Type.Optional(Type.Array(Quantity, { maxItems: 1000 })),
+}, { additionalProperties: false, 'x-rules': 'transactions.line-item' });
+
+export const TaxItem = Type.Object({
+  amount: Quantity,
+  tax_type: Text(100),
+  value_taxed: Quantity,
+  rate: Quantity,
+  unit_type: Text(100),
+}, { additionalProperties: false });
+
+const common = {
+  transaction_id: Text(100),
+  transaction_date: DateString,
+  amount: Money,
+  display_note: Type.Optional(Text(2000)),
+  note: Type.Optional(Text(2000)),
+};
+const reasonEnum = Type.Unsafe<(typeof TRANSACTION_REASONS)[number]>({ type: 'string', enum: [...TRANSACTION_REASONS] });
+const paymentTypeEnum = Type.Unsafe<(typeof PAYMENT_TYPES)[number]>({ type: 'string', enum: [...PAYMENT_TYPES] });
+
+const Charge = Type.Object({ ...common, type: Type.Literal('CHARGE'), reason: reasonEnum }, { additionalProperties: false });
+const Credit = Type.Object({ ...common, type: Type.Literal('CREDIT'), reason: reasonEnum }, { additionalProperties: false });
+const paymentFields = { reason: reasonEnum, reference: Type.Optional(Text(200)), payment_type: Type.Optional(paymentTypeEnum) };
+const Payment = Type.Object({ ...common, type: Type.Literal('PAYMENT'), ...paymentFields }, { additionalProperties: false });
+const Repayment = Type.Object({ ...common, type: Type.Literal('REPAYMENT'), ...paymentFields }, { additionalProperties: false });
+const SupplyCharge = Type.Object({
+  ...common,
+  type: Type.Literal('SUPPLY_CHARGE'),
+  product_code: Type.Optional(Text(100)),
+  line_items: Type.Optional(Type.Array(LineItem, { maxItems: 500 })),
+  tax_items: Type.Optional(Type.Array(TaxItem, { maxItems: 100 })),
+}, { additionalProperties: false });
+
+type TransactionUnion = Static<typeof Charge> | Static<typeof Credit> | Static<typeof Payment> | Static<typeof Repayment> | Static<typeof SupplyCharge>;
+/** One transaction: `oneOf` with a discriminator, so errors come from the branch its `type` names. */
+export const TransactionItem = Type.Unsafe<TransactionUnion>({
+  type: 'object',
+  oneOf: [Charge, Credit, Payment, Repayment, SupplyCharge],
+  discriminator: { propertyName: 'type' },
+  required: ['type'],
+});
+export type TransactionItem = Static<typeof TransactionItem>;
+
+export const CreateTransactionsBody = Type.Object({
+  import_supplier: ImportSupplierCode,
+  external_account_number: ExternalAccountNumber,
+  transactions: Type.Array(TransactionItem, { minItems: 1, maxItems: MAX_TRANSACTIONS_PER_BATCH }),
+}, { additionalProperties: false, 'x-rules': 'transactions.batch' });
+export type CreateTransactionsBody = Static<typeof CreateTransactionsBody>;
+
+export const CreateTransactionsQuery = Type.Object({
+  check_previously_added: Type.Optional(Type.Boolean({ default: true, description: 'Look up each transaction_id first and skip those added before' })),
+  force_add_to_current_statement: Type.Optional(Type.Boolean({ default: true, description: 'Move a transaction dated before the open statement period to its first day' })),
+}, { additionalProperties: false });
+export type CreateTransactionsQuery = Static<typeof CreateTransactionsQuery>;
+
+const Optional = <T extends TSchema>(schema: T) => Type.Optional(schema);
+/** A transaction as answered: amounts as strings with two decimals, dates as stored. */
+export const TransactionData = Type.Object({
+  transaction_id: Type.String(),
+  transaction_date: Type.String({ format: 'date' }),
+  original_date: Optional(Type.String({ format: 'date', description: 'The date sent, when the transaction was moved into the open statement period' })),
+  amount: Type.String({ description: 'Two decimals, e.g. "12.30"' }),
+  type: Type.Unsafe<TransactionType>({ type: 'string', enum: [...TRANSACTION_TYPES] }),
+  reason: Optional(Type.String()),
+  display_note: Optional(Type.String()),
+  note: Optional(Type.String()),
+  reference: Optional(Type.String()),
+  payment_type: Optional(Type.String()),
+  product_code: Optional(Type.String()),
+  line_items: Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
+  tax_items: Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
+  description: Optional(Type.String({ description: 'Why the transaction was moved' })),
+  status: Optional(Type.Literal('TRANSACTION_IMPORT_SUCCESS')),
+});
+export type TransactionData = Static<typeof TransactionData>;
+
+export const TransactionResult = Type.Object({
+  status: Type.Unsafe<'TRANSACTION_ADDED_TO_ACCOUNT' | 'TRANSACTION_ALREADY_EXISTS'>({ type: 'string', enum: ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS'] }),
+  transaction_data: TransactionData,
+});
+export type TransactionResult = Static<typeof TransactionResult>;
+
+export const CreateTransactionsResponse = Type.Object({ results: Type.Array(TransactionResult) });
+export type CreateTransactionsResponse = Static<typeof CreateTransactionsResponse>;
+
+/** 400: a validation error (D4), or the TRANSACTION_IMPORT_ERROR of spec 4.5, which keeps the D4 shape too. */
+export const TransactionImportError = Type.Object({
+  ...ErrorResponse.properties,
+  status: Type.Optional(Type.Literal('TRANSACTION_IMPORT_ERROR')),
+  error_detail: Type.Optional(Type.String({ description: 'Why the batch failed' })),
+  transaction_data: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The first failing transaction, amount as a string' })),
+}, { additionalProperties: true });
+
+registerRules('transactions.line-item', (value) => {
+  const item = value as { start_date?: unknown; end_date?: unknown };
+  if (typeof item?.start_date === 'string' && typeof item.end_date === 'string' && item.end_date < item.start_date) {
+    return [{ path: 'end_date', code: 'invalid_date_range', detail: 'end_date must not be before start_date.' }];
+  }
+  return [];
+});
+
+// A transaction_id twice in one batch is a mistake in the batch, not a repeat of an earlier import.
+registerRules('transactions.batch', (value) => {
+  const items = (value as { transactions?: unknown })?.transactions;
+  if (!Array.isArray(items)) return [];
+  const seen = new Set<string>();
+  const found: Array<{ path: string; code: string; detail: string }> = [];
+  items.forEach((item, index) => {
+    const id = (item as { transaction_id?: unknown })?.transaction_id;
+    if (typeof id !== 'string') return;
+    if (seen.has(id)) found.push({ path: `transactions.${index}.transaction_id`, code: 'duplicate', detail: 'This transaction_id appears earlier in the batch.' });
+    seen.add(id);
+  });
+  return found;
+});

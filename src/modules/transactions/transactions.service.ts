@@ -1,0 +1,128 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { requireCallerSupplier } from '../../http/auth.ts';
+import { AppError } from '../../http/errors.ts';
+import { lockImportedAccount } from '../accounts/imported-account.ts';
+import type { Caller } from '../auth/token.service.ts';
+import { insertNote } from '../notes/notes.repository.ts';
+import { decimalString, moneyString } from './money.ts';
+import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
+import {
+  findOpenPeriodStart, findTransactionsById, insertTransactions, type NewTransaction, type TransactionRow,
+} from './transactions.repository.ts';
+
+export interface ImportOptions { checkPreviouslyAdded: boolean; forceAddToCurrentStatement: boolean }
+
+/** Transaction ids listed in the pinned note of a forced batch; the rest are counted. */
+const NOTE_LISTS_AT_MOST = 20;
+
+/**
+ * Imports a batch of transactions onto an account (spec 4.5, D8): all or nothing, in one database
+ * transaction that holds the account row, so concurrent identical batches add each transaction once.
+ */
+export async function importTransactions(
+  db: Kysely<Database>, caller: Caller, body: CreateTransactionsBody, options: ImportOptions,
+): Promise<CreateTransactionsResponse> {
+  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  return db.transaction().execute(async (trx) => {
+    const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
+    const periodStart = await findOpenPeriodStart(trx, account.id);
+    const ids = body.transactions.map((item) => item.transaction_id);
+    const existing = new Map<string, TransactionRow>();
+    if (options.checkPreviouslyAdded) {
+      for (const row of await findTransactionsById(trx, account.id, ids)) existing.set(row.transaction_id, row);
+    }
+
+    const rows: NewTransaction[] = [];
+    const moved: Array<{ id: string; from: string }> = [];
+    body.transactions.forEach((item, index) => {
+      if (existing.has(item.transaction_id)) return;
+      let description: string | null = null;
+      let date = item.transaction_date;
+      if (periodStart !== null && date < periodStart) {
+        if (!options.forceAddToCurrentStatement) {
+          throw importError(
+            `Transaction "${item.transaction_id}" is dated ${date}, before the open statement period, which starts ${periodStart}.`,
+            `transactions.${index}.transaction_date`, item,
+          );
+        }
+        description = `Dated ${date}, before the open statement period; moved to its first day, ${periodStart}.`;
+        moved.push({ id: item.transaction_id, from: date });
+        date = periodStart;
+      }
+      rows.push(toRow(account.id, item, date, description));
+    });
+
+    const inserted = rows.length > 0 ? await insertTransactions(trx, rows) : [];
+    const added = new Map(inserted.map((row) => [row.transaction_id, row]));
+    if (added.size < rows.length) {
+      const index = body.transactions.findIndex((item) => !existing.has(item.transaction_id) && !added.has(item.transaction_id));
+      const item = body.transactions[index]!;
+      throw importError(`Transaction "${item.transaction_id}" was added to this account before.`, `transactions.${index}.transaction_id`, item);
+    }
+    if (moved.length > 0 && periodStart !== null) {
+      await insertNote(trx, account.id, {
+        body: movedNoteBody(moved, periodStart), documentPaths: [], createdAt: new Date(), isPinned: true, unpinAt: null,
+      });
+    }
+
+    return {
+      results: body.transactions.map((item) => {
+        const before = existing.get(item.transaction_id);
+        return before
+          ? { status: 'TRANSACTION_ALREADY_EXISTS' as const, transaction_data: toData(before) }
+          : { status: 'TRANSACTION_ADDED_TO_ACCOUNT' as const, transaction_data: { ...toData(added.get(item.transaction_id)!), status: 'TRANSACTION_IMPORT_SUCCESS' as const } };
+      }),
+    };
+  });
+}
+
+function toRow(accountId: number, item: TransactionItem, date: string, description: string | null): NewTransaction {
+  return {
+    account_id: accountId,
+    transaction_id: item.transaction_id,
+    transaction_date: date,
+    original_date: description ? item.transaction_date : null,
+    amount: decimalString(item.amount),
+    type: item.type,
+    reason: 'reason' in item ? item.reason : null,
+    display_note: item.display_note ?? null,
+    note: item.note ?? null,
+    reference: 'reference' in item ? item.reference ?? null : null,
+    payment_type: 'payment_type' in item ? item.payment_type ?? null : null,
+    product_code: 'product_code' in item ? item.product_code ?? null : null,
+    line_items: 'line_items' in item && item.line_items ? JSON.stringify(item.line_items) : null,
+    tax_items: 'tax_items' in item && item.tax_items ? JSON.stringify(item.tax_items) : null,
+    description,
+  };
+}
+
+/** A stored transaction as answered: optional fields left out when empty (spec 2.1). */
+export function toData(row: TransactionRow): TransactionData {
+  const data: Record<string, unknown> = {
+    transaction_id: row.transaction_id,
+    transaction_date: row.transaction_date,
+    amount: row.amount,
+    type: row.type,
+  };
+  for (const key of ['original_date', 'reason', 'display_note', 'note', 'reference', 'payment_type', 'product_code',
+    'line_items', 'tax_items', 'description'] as const) {
+    if (row[key] !== null) data[key] = row[key];
+  }
+  return data as TransactionData;
+}
+
+function importError(detail: string, attr: string, item: TransactionItem): AppError {
+  return AppError.field('TRANSACTION_IMPORT_ERROR', detail, attr, {
+    status: 'TRANSACTION_IMPORT_ERROR',
+    error_detail: detail,
+    transaction_data: { ...item, amount: moneyString(item.amount) },
+  });
+}
+
+// One pinned note per forced batch, naming what moved, so support staff see why dates differ.
+function movedNoteBody(moved: Array<{ id: string; from: string }>, periodStart: string): string {
+  const listed = moved.slice(0, NOTE_LISTS_AT_MOST).map((m) => `${m.id} (${m.from})`).join(', ');
+  const more = moved.length > NOTE_LISTS_AT_MOST ? ` and ${moved.length - NOTE_LISTS_AT_MOST} more` : '';
+  return `Imported transactions dated before the open statement period were moved to its first day, ${periodStart}: ${listed}${more}.`;
+}
