@@ -1,0 +1,109 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { compileValidator, type Validator } from '../../http/validation.ts';
+import type { FieldError } from '../../http/errors.ts';
+import {
+  CountryCode, DateString, EmailOrEmpty, ExternalAccountNumber, ImportSupplierCode, InternationalPhone,
+  RequiredText, Text, Unsupported,
+} from './common.schemas.ts';
+import { BOUNDS } from './field-checks.ts';
+import { Note } from './note.schemas.ts';
+import { SupplyPoint } from './supply-points.schemas.ts';
+import './account-data.rules.ts';
+
+// The account import data of spec 2.3, written once: it validates validate-account and
+// stage-account bodies (and staged data again at create), types the code, and documents itself in
+// the OpenAPI document. Required fields are exactly those of D5; everything else is optional.
+
+export * from './supply-points.schemas.ts';
+export { Note, DocumentPath } from './note.schemas.ts';
+
+export const ACCOUNT_LIMITS = {
+  metadata: 50, customers: 10, alternativePhoneNumbers: 10, supplyAddresses: 20, supplyPoints: 50, notes: 100,
+  metadataProperties: 100,
+} as const;
+
+export const BillingAddress = Type.Object({
+  street_address: RequiredText(500, { description: 'May contain line breaks.' }),
+  locality: Type.Optional(Text(200)),
+  administrative_area: Type.Optional(Text(200)),
+  country: CountryCode,
+  postal_code: RequiredText(20),
+}, { additionalProperties: false });
+export type BillingAddress = Static<typeof BillingAddress>;
+
+export const MetadataItem = Type.Object({
+  key: Type.Optional(RequiredText(100)),
+  value: Type.Optional(Type.Unsafe<Record<string, unknown>>({
+    type: 'object', maxProperties: ACCOUNT_LIMITS.metadataProperties, description: 'Free-form object.',
+  })),
+}, { additionalProperties: false });
+export type MetadataItem = Static<typeof MetadataItem>;
+
+export const AlternativePhoneNumber = Type.Object({
+  phone_number: Type.String({
+    maxLength: BOUNDS.phone,
+    description: 'Phone number; without a leading + it is read in the billing address\'s country (`invalid_phone_number`).',
+  }),
+}, { additionalProperties: false });
+export type AlternativePhoneNumber = Static<typeof AlternativePhoneNumber>;
+
+export const CustomerPreferences = Type.Object({
+  opted_into_updates: Type.Optional(Type.Boolean()),
+  opted_into_offers: Type.Optional(Type.Boolean()),
+  opted_into_sms: Type.Optional(Type.Boolean()),
+}, { additionalProperties: false });
+export type CustomerPreferences = Static<typeof CustomerPreferences>;
+
+export const Customer = Type.Object({
+  given_name: RequiredText(100),
+  family_name: RequiredText(100),
+  email: Type.Optional(EmailOrEmpty),
+  mobile: Type.Optional(InternationalPhone),
+  landline: Type.Optional(Type.String({
+    maxLength: BOUNDS.phone,
+    description: 'Phone number, or "" for none; without a leading + it is read in the billing address\'s country (`invalid_phone_number`).',
+  })),
+  alternative_phone_numbers: Type.Optional(Type.Array(AlternativePhoneNumber, { maxItems: ACCOUNT_LIMITS.alternativePhoneNumbers })),
+  date_of_birth: Type.Optional(DateString),
+  customer_preferences: Type.Optional(CustomerPreferences),
+  user_details: Type.Optional(Unsupported('Absent or empty only (`not_supported`).')),
+}, { additionalProperties: false });
+export type Customer = Static<typeof Customer>;
+
+export const SupplyAddress = Type.Object({
+  supply_address1: RequiredText(200),
+  supply_address2: Type.Optional(Text(200)),
+  supply_address3: Type.Optional(Text(200)),
+  supply_address4: Type.Optional(Text(200)),
+  supply_postcode: RequiredText(20),
+  customer_at_supply_address_from_date: Type.Optional(DateString),
+  supply_points: Type.Array(SupplyPoint, { maxItems: ACCOUNT_LIMITS.supplyPoints }),
+}, { additionalProperties: false });
+export type SupplyAddress = Static<typeof SupplyAddress>;
+
+export const AccountData = Type.Object({
+  external_account_number: ExternalAccountNumber,
+  import_supplier: ImportSupplierCode,
+  billing_address: BillingAddress,
+  metadata: Type.Optional(Type.Array(MetadataItem, { maxItems: ACCOUNT_LIMITS.metadata })),
+  customers: Type.Array(Customer, { minItems: 1, maxItems: ACCOUNT_LIMITS.customers }),
+  supply_addresses: Type.Array(SupplyAddress, { maxItems: ACCOUNT_LIMITS.supplyAddresses }),
+  ledgers: Type.Optional(Unsupported('Absent or empty only (`not_supported`).')),
+  statements: Type.Optional(Unsupported('Absent or empty only (`not_supported`); import statements with historical-statements/create.')),
+  notes: Type.Optional(Type.Array(Note, { maxItems: ACCOUNT_LIMITS.notes })),
+  unknown_occupier: Type.Optional(Type.Boolean()),
+}, {
+  additionalProperties: false,
+  'x-error-code': 'account_failed_validation',
+  'x-rules': 'account-data',
+  description: 'Account import data (spec 2.3). Every rule, bound and error code: docs/validation.md.',
+});
+export type AccountData = Static<typeof AccountData>;
+
+let validator: Validator | undefined;
+
+/** Every field error of `data` as account data, in document order, or null when it is valid. */
+export function validateAccountData(data: unknown): FieldError[] | null {
+  validator ??= compileValidator(AccountData);
+  return validator(data);
+}

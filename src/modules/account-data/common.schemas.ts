@@ -1,0 +1,66 @@
+import { Type, type TUnsafe } from '@sinclair/typebox';
+import { BOUNDS } from './field-checks.ts';
+
+// Building blocks shared by the account data and the notes / statements payloads. Every string
+// has a maxLength and every array a maxItems (D5); the bounds are listed in docs/validation.md.
+
+/** A real calendar date, YYYY-MM-DD (`2023-02-30` is `invalid`). */
+export const DateString = Type.String({ format: 'date', maxLength: 10, description: 'Date, YYYY-MM-DD.' });
+
+/** A UTC datetime with `Z`, whole seconds or up to 6 decimals. */
+export const UtcDateTime = Type.String({
+  format: 'utc-date-time', maxLength: 32, description: 'UTC datetime, YYYY-MM-DDTHH:MM:SSZ.',
+});
+
+/** Free text: may be empty unless `minLength` is given. */
+export const Text = (maxLength: number, options: Record<string, unknown> = {}) =>
+  Type.String({ maxLength, ...options });
+
+/** Text that must not be empty (`blank`). */
+export const RequiredText = (maxLength: number, options: Record<string, unknown> = {}) =>
+  Type.String({ minLength: 1, maxLength, ...options });
+
+/** `string | null`, as one `type: ['string', 'null']` so errors stay those of the string. */
+export const NullableText = (maxLength: number, description?: string): TUnsafe<string | null> =>
+  Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength, ...(description ? { description } : {}) });
+
+/**
+ * Codes that appear in URL paths (external account numbers, supplier codes, D5): not empty, no
+ * surrounding white space, no `/`, no control characters. Empty is `blank`, not also `invalid`.
+ */
+export const PATH_SAFE_PATTERN =
+  '^(?:[^\\s/\\u0000-\\u001f\\u007f-\\u009f](?:[^/\\u0000-\\u001f\\u007f-\\u009f]*[^\\s/\\u0000-\\u001f\\u007f-\\u009f])?)?$';
+
+export const PathSafeCode = (maxLength: number, description: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: PATH_SAFE_PATTERN, description });
+
+export const ImportSupplierCode = PathSafeCode(64,
+  'Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", no control characters.');
+
+export const ExternalAccountNumber = PathSafeCode(100,
+  'The supplier\'s own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", no control characters.');
+
+/** An email address, or `""` for none (D5: checked only when not empty). */
+export const EmailOrEmpty = Type.String({
+  maxLength: BOUNDS.email, 'x-rules': 'email-or-empty', description: 'Email address, or "" for none (`invalid_email`).',
+});
+
+/** A phone number in international format with a leading `+` (`invalid_phone_number`). */
+export const InternationalPhone = Type.String({
+  maxLength: BOUNDS.phone, 'x-rules': 'international-phone',
+  description: 'Phone number in international format with a leading + (`invalid_phone_number`).',
+});
+
+/** An ISO 3166-1 alpha-2 code in capitals (`invalid_country`). */
+export const CountryCode = Type.String({
+  minLength: 1, maxLength: 2, 'x-rules': 'country-code',
+  description: 'ISO 3166-1 alpha-2 country code in capitals, for example GB (`invalid_country`).',
+});
+
+/** A closed set from one `as const` array (`invalid_choice`). */
+export const Choice = <T extends readonly string[]>(values: T, description?: string): TUnsafe<T[number]> =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+
+/** An array whose item shape is undocumented: absent or empty only (`not_supported`). */
+export const Unsupported = (description: string) =>
+  Type.Array(Type.Unknown(), { maxItems: 0, description });

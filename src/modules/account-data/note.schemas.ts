@@ -1,0 +1,59 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { registerRules } from '../../http/validation.ts';
+import { UtcDateTime } from './common.schemas.ts';
+import { BOUNDS, isRelativeDocumentPath } from './field-checks.ts';
+
+// The note of spec 2.4, shared by the account data (`notes`) and the notes endpoint (4.4).
+
+export { isRelativeDocumentPath };
+
+/**
+ * A path relative to the supplier's documents root (D8): no leading `/`, no `..`, no empty segment,
+ * no backslash, no control character (`invalid_document_path`). Reused by statements (`statement_path`).
+ */
+export const DocumentPath = Type.String({
+  minLength: 1, maxLength: BOUNDS.documentPath, 'x-rules': 'document-path',
+  description: 'Path relative to the supplier\'s documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\\" (`invalid_document_path`).',
+});
+
+export const NoteDocument = Type.Object({
+  document_path: DocumentPath,
+}, { additionalProperties: false });
+export type NoteDocument = Static<typeof NoteDocument>;
+
+export const NOTE_LIMITS = { body: 10_000, documentPaths: 20 } as const;
+
+export const Note = Type.Object({
+  body: Type.Optional(Type.String({ maxLength: NOTE_LIMITS.body, description: 'Note text. A note needs a body or at least one document path.' })),
+  document_paths: Type.Optional(Type.Array(NoteDocument, { maxItems: NOTE_LIMITS.documentPaths })),
+  created_at: Type.Optional(UtcDateTime),
+  is_pinned: Type.Optional(Type.Boolean({ description: 'Pins the note to the top of the account\'s support page.' })),
+  unpin_at: Type.Optional(Type.Unsafe<string | null>({
+    type: ['string', 'null'], format: 'utc-date-time', maxLength: 32,
+    description: 'UTC datetime at which the pin ends; only with `is_pinned: true`.',
+  })),
+}, {
+  additionalProperties: false,
+  'x-rules': 'note',
+  description: 'A note (spec 2.4). It needs a non-blank body or at least one document path (`required` at the note). `created_at` defaults to the current UTC time.',
+});
+export type Note = Static<typeof Note>;
+
+/** Cross-field rules of one note; `value` may be of any shape (the schema reports that). */
+export function checkNote(value: unknown): Array<{ path: string; code: string; detail: string }> {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
+  const note = value as Record<string, unknown>;
+  const found: Array<{ path: string; code: string; detail: string }> = [];
+  const hasBody = note.body !== undefined && note.body !== null && !(typeof note.body === 'string' && note.body.trim() === '');
+  const docs = note.document_paths;
+  const hasDocuments = docs !== undefined && docs !== null && !(Array.isArray(docs) && docs.length === 0);
+  if (!hasBody && !hasDocuments) {
+    found.push({ path: '', code: 'required', detail: 'A note needs a body or at least one document path.' });
+  }
+  if (note.unpin_at !== undefined && note.unpin_at !== null && note.is_pinned !== true) {
+    found.push({ path: 'unpin_at', code: 'invalid', detail: 'unpin_at may only be given with is_pinned: true.' });
+  }
+  return found;
+}
+
+registerRules('note', checkNote);
