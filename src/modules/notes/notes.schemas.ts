@@ -1,0 +1,26 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Note } from '../account-data/note.schemas.ts';
+import { ExternalAccountNumber, ImportSupplierCode } from '../accounts/common.schemas.ts';
+
+// Import notes (spec 4.4, D8). The note item itself is the one of the account data (spec 2.4).
+
+export const NOTE_STATUSES = ['NOTE_CREATION_SUCCESS', 'NOTE_ALREADY_EXISTS'] as const;
+export type NoteStatus = (typeof NOTE_STATUSES)[number];
+export const MAX_NOTES_PER_REQUEST = 500;
+
+export const CreateNotesBody = Type.Object({
+  import_supplier: ImportSupplierCode,
+  external_account_number: ExternalAccountNumber,
+  notes: Type.Array(Note, { minItems: 1, maxItems: MAX_NOTES_PER_REQUEST }),
+}, { additionalProperties: false });
+export type CreateNotesBody = Static<typeof CreateNotesBody>;
+
+export const NoteResult = Type.Object({
+  created_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ: the stored note\'s (the earlier one when it already existed)' }),
+  body: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'null for a note of documents only' }),
+  status: Type.Unsafe<NoteStatus>({ type: 'string', enum: [...NOTE_STATUSES] }),
+});
+export type NoteResult = Static<typeof NoteResult>;
+
+export const CreateNotesResponse = Type.Array(NoteResult);
+export type CreateNotesResponse = Static<typeof CreateNotesResponse>;
