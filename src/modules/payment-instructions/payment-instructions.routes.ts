@@ -1,5 +1,28 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
+import { CreatePaymentInstructionBody, CreatePaymentInstructionReply, ErrorReply } from './payment-instructions.schemas.ts';
+import { createPaymentInstruction } from './payment-instructions.service.ts';
 
-// Not built yet: see the issue that owns this module.
-export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async () => {};
+export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+  app.withTypeProvider<TypeBoxTypeProvider>().post('/payment-instruction/create/', {
+    schema: {
+      tags: ['payment instructions'],
+      summary: 'Import the payment instruction of an imported account',
+      description: [
+        'Verifies the instruction with the payment vendor, then stores its non-sensitive details as the',
+        "account's one active instruction. Re-posting the same vendor and reference answers 201 again and",
+        'stores nothing new; a different instruction while one is active is 400 active_payment_instruction_exists.',
+        'Vendor outcomes: not found → 400 payment_instruction_not_found; refused for good → 400',
+        'payment_vendor_rejected (do not retry as is); unreachable, timing out or failing after retries →',
+        '500 payment_vendor_unavailable (retry as is).',
+      ].join(' '),
+      body: CreatePaymentInstructionBody,
+      response: { 201: CreatePaymentInstructionReply, 400: ErrorReply, 401: ErrorReply, 404: ErrorReply, 500: ErrorReply },
+    },
+  }, async (request, reply) => {
+    const created = await createPaymentInstruction(db, callerOf(request), request.body);
+    return reply.code(201).send(created);
+  });
+};

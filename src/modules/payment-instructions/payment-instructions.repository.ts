@@ -1,0 +1,47 @@
+import type { Kysely } from 'kysely';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { Database } from '../../db/schema.ts';
+
+// Payment instructions and the rows they hang on. Free functions, executor first.
+type Db = Kysely<Database>;
+
+/** An account created from the supplier's staged data; merely staged data has no accounts row. */
+export function findAccount(db: Db, supplierId: number, externalAccountNumber: string) {
+  return db.selectFrom('accounts').select(['id', 'number'])
+    .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber)
+    .executeTakeFirst();
+}
+
+export function findVendorByCode(db: Db, code: string) {
+  return db.selectFrom('payment_vendors').selectAll().where('code', '=', code).executeTakeFirst();
+}
+
+export function findActiveInstruction(db: Db, accountId: number) {
+  return db.selectFrom('payment_instructions').select(['id', 'vendor_id', 'reference'])
+    .where('account_id', '=', accountId).where('active', '=', true)
+    .executeTakeFirst();
+}
+
+export interface NewInstruction {
+  account_id: number;
+  vendor_id: number;
+  reference: string;
+  type: string;
+  status: string | null;
+  details: Record<string, unknown>;
+}
+
+/**
+ * Inserts the account's active instruction. Returns undefined when the account already has one: the
+ * partial unique index payment_instructions_active_key decides between concurrent requests.
+ */
+export async function insertActiveInstruction(db: Db, values: NewInstruction): Promise<{ id: number } | undefined> {
+  try {
+    return await db.insertInto('payment_instructions')
+      .values({ ...values, details: JSON.stringify(values.details), active: true })
+      .returning('id').executeTakeFirstOrThrow();
+  } catch (error) {
+    if (isUniqueViolation(error, 'payment_instructions_active_key')) return undefined;
+    throw error;
+  }
+}

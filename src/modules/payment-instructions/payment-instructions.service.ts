@@ -1,0 +1,61 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { requireCallerSupplier } from '../../http/auth.ts';
+import { AppError } from '../../http/errors.ts';
+import type { Caller } from '../auth/token.service.ts';
+import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
+import * as repo from './payment-instructions.repository.ts';
+import { createVendorClient, type VendorClientFactory } from './vendors/vendor-factory.ts';
+
+type Db = Kysely<Database>;
+
+/**
+ * Verifies the instruction with its vendor and stores it as the account's one active instruction
+ * (D8, D9). The vendor call is made with no transaction open: it can take seconds and retries, and
+ * a connection held meanwhile would starve the pool. The single INSERT that follows is atomic on its
+ * own; the partial unique index settles races between requests that both found no active instruction.
+ */
+export async function createPaymentInstruction(
+  db: Db, caller: Caller, body: CreatePaymentInstructionBody, clientFor: VendorClientFactory = createVendorClient,
+): Promise<CreatePaymentInstructionReply> {
+  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  const account = await repo.findAccount(db, supplier.id, body.external_account_number);
+  if (!account) {
+    throw new AppError('account_not_found', `No imported account "${body.external_account_number}" for supplier "${supplier.code}".`);
+  }
+  const vendor = await repo.findVendorByCode(db, body.vendor);
+  if (!vendor) throw AppError.field('payment_vendor_not_found', `No payment vendor with code "${body.vendor}".`, 'vendor');
+  const reply = { service_account_number: account.number, reference: body.reference };
+
+  const active = await repo.findActiveInstruction(db, account.id);
+  if (active) return sameOrConflict(active, vendor.id, body.reference, reply);
+
+  const result = await clientFor(vendor).fetchInstruction(body.reference);
+  switch (result.outcome) {
+    case 'not_found':
+      throw AppError.field('payment_instruction_not_found', result.detail, 'reference');
+    case 'rejected':
+      throw new AppError('payment_vendor_rejected', `${result.detail} Do not retry the request as it is.`);
+    case 'unavailable':
+      throw new AppError('payment_vendor_unavailable', `${result.detail} Retry the request as it is.`);
+    case 'found':
+      break;
+  }
+
+  const stored = await repo.insertActiveInstruction(db, {
+    account_id: account.id, vendor_id: vendor.id, reference: body.reference, type: body.type,
+    status: result.status, details: result.details,
+  });
+  if (stored) return reply;
+  // Another request stored an instruction while the vendor was being asked: the same one is success.
+  const winner = await repo.findActiveInstruction(db, account.id);
+  if (!winner) throw new Error('payment instruction insert conflicted but no active instruction exists');
+  return sameOrConflict(winner, vendor.id, body.reference, reply);
+}
+
+function sameOrConflict(
+  active: { vendor_id: number; reference: string }, vendorId: number, reference: string, reply: CreatePaymentInstructionReply,
+): CreatePaymentInstructionReply {
+  if (active.vendor_id === vendorId && active.reference === reference) return reply;
+  throw new AppError('active_payment_instruction_exists', 'The account already has an active payment instruction with another vendor or reference.');
+}

@@ -1,0 +1,25 @@
+import type { Selectable } from 'kysely';
+import type { PaymentVendorsTable } from '../../../db/schema.ts';
+
+// The one seam between the service and the payment vendors (D9). Each kind (http, stripe, …)
+// implements PaymentVendorClient; the service only ever sees a VendorInstruction.
+export type PaymentVendor = Selectable<PaymentVendorsTable>;
+
+export type VendorInstruction =
+  /** It exists. `details` are already stripped of anything sensitive (sensitive-details.ts). */
+  | { outcome: 'found'; status: string | null; details: Record<string, unknown> }
+  /** The vendor says it does not exist: the client's reference is wrong (400, do not retry as is). */
+  | { outcome: 'not_found'; detail: string }
+  /** The vendor refused the request for good (auth, bad reference format…): 400, do not retry as is. */
+  | { outcome: 'rejected'; detail: string }
+  /**
+   * Could not get an answer (timeout, refused connection, 5xx, a reply that breaks the protocol):
+   * 500, the client may retry as it is. `transient` says whether retrying inside the request may help.
+   */
+  | { outcome: 'unavailable'; detail: string; transient: boolean };
+
+export interface PaymentVendorClient {
+  fetchInstruction(reference: string): Promise<VendorInstruction>;
+}
+
+export const unavailable = (detail: string, transient = true): VendorInstruction => ({ outcome: 'unavailable', detail, transient });

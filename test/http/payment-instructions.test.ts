@@ -1,0 +1,328 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import * as admin from '../../src/modules/admin/admin.service.ts';
+import { insertImportedAccount, insertStagedOnly, type ImportedAccount } from '../support/accounts.ts';
+import { closedPortUrl, startFakeVendor, type Behaviour } from '../support/fake-vendor.ts';
+import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
+
+const t = await buildTestApp();
+const fake = await startFakeVendor();
+const URL_CREATE = '/v1/data-import/payment-instruction/create/';
+// Tiny timeouts keep the retry paths fast: 3 attempts of 200 ms with 20/40 ms backoff.
+const TIMEOUT_MS = 200;
+
+async function createVendor(options: { kind?: 'http' | 'stripe'; url?: string; secret?: string } = {}): Promise<string> {
+  const code = unique('VEND');
+  await admin.createVendor(t.store.db, code, {
+    kind: options.kind ?? 'http', url: options.url ?? fake.url, secret: options.secret, timeoutMs: TIMEOUT_MS,
+  });
+  return code;
+}
+
+async function setup(): Promise<{ tenant: Tenant; account: ImportedAccount; vendor: string }> {
+  const tenant = await createTenant(t);
+  return { tenant, account: await insertImportedAccount(t, tenant), vendor: await createVendor({ secret: 's3cret' }) };
+}
+
+function post(tenant: Tenant, body: unknown) {
+  return call(t.app, 'POST', URL_CREATE, { token: tenant.token, body });
+}
+
+function bodyFor(tenant: Tenant, externalAccountNumber: string, vendor: string, reference: string, type = 'CARD') {
+  return { import_supplier: tenant.supplier, external_account_number: externalAccountNumber, vendor, reference, type };
+}
+
+function referenceWith(behaviour: Behaviour): string {
+  const reference = unique(`ref-${behaviour}`);
+  fake.set(reference, behaviour);
+  return reference;
+}
+
+function storedFor(accountId: number) {
+  return t.store.db.selectFrom('payment_instructions').selectAll().where('account_id', '=', accountId).execute();
+}
+
+describe('POST payment-instruction/create/: the vendor knows the instruction', () => {
+  test('201, and only non-sensitive details are stored', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('found');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 201);
+    assert.deepEqual(res.json, { service_account_number: account.serviceAccountNumber, reference });
+
+    const rows = await storedFor(account.accountId);
+    assert.equal(rows.length, 1);
+    const row = rows[0]!;
+    assert.equal(row.reference, reference);
+    assert.equal(row.type, 'CARD');
+    assert.equal(row.status, 'active');
+    assert.equal(row.active, true);
+    assert.deepEqual(row.details, {
+      reference, type: 'CARD', status: 'active', brand: 'visa', last4: '4242', expiry: '12/30', holder: { name: 'Ada Lovelace' },
+    });
+    assert.doesNotMatch(JSON.stringify(row), /4242424242424242|4242 4242 4242 4242|GB33BUKB|55555555|"123"/);
+  });
+
+  test('the vendor is asked with GET, the reference URL-encoded, and the Bearer secret', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = `${unique('ref')}/with space`;
+    fake.set(reference, 'found');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 201);
+    const seen = fake.requests.filter((r) => r.reference === reference);
+    assert.deepEqual(seen, [{ path: `/payment-instructions/${encodeURIComponent(reference)}`, reference, authorization: 'Bearer s3cret' }]);
+  });
+
+  test('no Authorization header when the vendor has no secret', async () => {
+    const { tenant, account } = await setup();
+    const vendor = await createVendor();
+    const reference = referenceWith('found');
+    assert.equal((await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference))).status, 201);
+    assert.equal(fake.requests.find((r) => r.reference === reference)?.authorization, undefined);
+  });
+
+  test('flaky vendor (two 500s, then 200): retried inside the request, 201', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('flaky');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 201);
+    assert.equal(fake.hits(reference), 3);
+    assert.equal((await storedFor(account.accountId)).length, 1);
+  });
+});
+
+describe('POST payment-instruction/create/: vendor failures', () => {
+  test('404 at the vendor: 400 payment_instruction_not_found at reference, not retried', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('not_found');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 'payment_instruction_not_found');
+    assert.deepEqual(res.json.errors, [{ detail: res.json.detail, code: 'payment_instruction_not_found', attr: 'reference' }]);
+    assert.equal(fake.hits(reference), 1);
+    assert.equal((await storedFor(account.accountId)).length, 0);
+  });
+
+  test('403 at the vendor: 400 payment_vendor_rejected, not retried', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('forbidden');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 400);
+    assert.deepEqual(Object.keys(res.json).sort(), ['code', 'detail']);
+    assert.equal(res.json.code, 'payment_vendor_rejected');
+    assert.match(res.json.detail, /HTTP 403/);
+    assert.equal(fake.hits(reference), 1);
+  });
+
+  for (const behaviour of ['error', 'hang'] as const) {
+    test(`vendor ${behaviour === 'error' ? 'answering 500' : 'timing out'}: 500 payment_vendor_unavailable after 3 attempts`, async () => {
+      const { tenant, account, vendor } = await setup();
+      const reference = referenceWith(behaviour);
+      const started = Date.now();
+      const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+      assert.equal(res.status, 500);
+      assert.deepEqual(Object.keys(res.json).sort(), ['code', 'detail']);
+      assert.equal(res.json.code, 'payment_vendor_unavailable');
+      assert.match(res.json.detail, behaviour === 'hang' ? /within 200 ms.*3 attempts/ : /HTTP 500.*3 attempts/);
+      assert.equal(fake.hits(reference), 3);
+      assert.ok(Date.now() - started < 3 * TIMEOUT_MS + 1_000, 'retries stay bounded');
+      assert.equal((await storedFor(account.accountId)).length, 0);
+    });
+  }
+
+  test('vendor refusing connections: 500 payment_vendor_unavailable', async () => {
+    const { tenant, account } = await setup();
+    const vendor = await createVendor({ url: await closedPortUrl() });
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, 'ref-1'));
+    assert.equal(res.status, 500);
+    assert.equal(res.json.code, 'payment_vendor_unavailable');
+    assert.match(res.json.detail, /could not be reached.*3 attempts/);
+  });
+
+  test('a 200 that breaks the protocol: 500, not retried inside the request', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('malformed');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 500);
+    assert.equal(res.json.code, 'payment_vendor_unavailable');
+    assert.equal(fake.hits(reference), 1);
+  });
+});
+
+describe('POST payment-instruction/create/: one active instruction per account', () => {
+  test('re-posting the same instruction: 201 again, vendor not asked again, one row', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('found');
+    const body = bodyFor(tenant, account.externalAccountNumber, vendor, reference);
+    assert.equal((await post(tenant, body)).status, 201);
+    const again = await post(tenant, body);
+    assert.equal(again.status, 201);
+    assert.deepEqual(again.json, { service_account_number: account.serviceAccountNumber, reference });
+    assert.equal(fake.hits(reference), 1);
+    assert.equal((await storedFor(account.accountId)).length, 1);
+  });
+
+  test('a different instruction while one is active: 400 active_payment_instruction_exists', async () => {
+    const { tenant, account, vendor } = await setup();
+    const first = referenceWith('found');
+    assert.equal((await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, first))).status, 201);
+    const second = referenceWith('found');
+    const otherVendor = await createVendor();
+    for (const body of [
+      bodyFor(tenant, account.externalAccountNumber, vendor, second),
+      bodyFor(tenant, account.externalAccountNumber, otherVendor, first),
+    ]) {
+      const res = await post(tenant, body);
+      assert.equal(res.status, 400);
+      assert.deepEqual(Object.keys(res.json).sort(), ['code', 'detail']);
+      assert.equal(res.json.code, 'active_payment_instruction_exists');
+    }
+    assert.equal(fake.hits(second), 0);
+    assert.deepEqual((await storedFor(account.accountId)).map((r) => r.reference), [first]);
+  });
+
+  test('ten identical posts at once: all 201, one row', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('found');
+    const body = bodyFor(tenant, account.externalAccountNumber, vendor, reference);
+    const results = await Promise.all(Array.from({ length: 10 }, () => post(tenant, body)));
+    assert.deepEqual(results.map((r) => r.status), Array(10).fill(201));
+    assert.equal((await storedFor(account.accountId)).length, 1);
+  });
+
+  test('two different instructions at once: one 201, one active_payment_instruction_exists', async () => {
+    const { tenant, account, vendor } = await setup();
+    const references = [referenceWith('found'), referenceWith('found')];
+    const results = await Promise.all(references.map((r) => post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, r))));
+    assert.deepEqual(results.map((r) => r.status).sort(), [201, 400]);
+    assert.equal(results.find((r) => r.status === 400)!.json.code, 'active_payment_instruction_exists');
+    const rows = await storedFor(account.accountId);
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]!.reference, results.find((r) => r.status === 201)!.json.reference);
+  });
+});
+
+describe('POST payment-instruction/create/: supplier, account, vendor', () => {
+  test('unknown vendor: 400 payment_vendor_not_found at vendor', async () => {
+    const { tenant, account } = await setup();
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, 'NO-SUCH-VENDOR', 'ref-1'));
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json, {
+      detail: 'No payment vendor with code "NO-SUCH-VENDOR".', code: 'payment_vendor_not_found',
+      errors: [{ detail: 'No payment vendor with code "NO-SUCH-VENDOR".', code: 'payment_vendor_not_found', attr: 'vendor' }],
+    });
+  });
+
+  test("another organisation's supplier: 400 import_supplier_not_found, as if unknown", async () => {
+    const { tenant, account, vendor } = await setup();
+    const stranger = await createTenant(t);
+    const res = await post(stranger, bodyFor(tenant, account.externalAccountNumber, vendor, referenceWith('found')));
+    assert.equal(res.status, 400);
+    const detail = `No import supplier with code "${tenant.supplier}".`;
+    assert.deepEqual(res.json, { detail, code: 'import_supplier_not_found', errors: [{ detail, code: 'import_supplier_not_found', attr: 'import_supplier' }] });
+  });
+
+  test('unknown account, and an account only staged: 404 account_not_found (before the vendor is checked)', async () => {
+    const { tenant, vendor } = await setup();
+    const staged = await insertStagedOnly(t, tenant);
+    for (const number of [unique('EXT'), staged]) {
+      for (const vendorCode of [vendor, 'NO-SUCH-VENDOR']) {
+        const res = await post(tenant, bodyFor(tenant, number, vendorCode, 'ref-1'));
+        assert.equal(res.status, 404);
+        assert.deepEqual(res.json, { detail: `No imported account "${number}" for supplier "${tenant.supplier}".`, code: 'account_not_found' });
+      }
+    }
+  });
+
+  test('without a token: 401', async () => {
+    const res = await call(t.app, 'POST', URL_CREATE, { body: {} });
+    assert.equal(res.status, 401);
+    assert.equal(res.json.code, 'not_authenticated');
+  });
+});
+
+describe('POST payment-instruction/create/: validation', () => {
+  // Document order: fields as sent, then the missing ones.
+  test('unknown field, missing field, over-long and wrong-choice values: every error at once', async () => {
+    const { tenant } = await setup();
+    const res = await post(tenant, {
+      import_supplier: tenant.supplier, external_account_number: 'x'.repeat(101), reference: 'r'.repeat(256), type: 'CHEQUE', extra: 1,
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 'invalid');
+    assert.deepEqual(res.json.errors.map((e: { code: string; attr: string }) => [e.attr, e.code]), [
+      ['external_account_number', 'max_length'],
+      ['reference', 'max_length'],
+      ['type', 'invalid_choice'],
+      ['extra', 'unknown_field'],
+      ['vendor', 'required'],
+    ]);
+  });
+
+  test('wrong types, blank and badly formed values', async () => {
+    const { tenant } = await setup();
+    const res = await post(tenant, { import_supplier: 1, external_account_number: '', vendor: null, reference: ' padded', type: 'CARD' });
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json.errors.map((e: { code: string; attr: string }) => [e.attr, e.code]), [
+      ['import_supplier', 'invalid'],
+      ['external_account_number', 'blank'],
+      ['vendor', 'null'],
+      ['reference', 'invalid'],
+    ]);
+  });
+});
+
+describe('kind stripe: PaymentMethods through the official SDK', () => {
+  async function stripeSetup() {
+    const tenant = await createTenant(t);
+    const account = await insertImportedAccount(t, tenant);
+    return { tenant, account, vendor: await createVendor({ kind: 'stripe', secret: 'sk_test_fake' }) };
+  }
+
+  test('found: 201, brand, last4 and expiry stored, never the number', async () => {
+    const { tenant, account, vendor } = await stripeSetup();
+    const reference = unique('pm');
+    fake.set(reference, 'found');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 201);
+    assert.deepEqual(res.json, { service_account_number: account.serviceAccountNumber, reference });
+    assert.deepEqual(fake.requests.filter((r) => r.reference === reference),
+      [{ path: `/v1/payment_methods/${reference}`, reference, authorization: 'Bearer sk_test_fake' }]);
+    const [row] = await storedFor(account.accountId);
+    assert.equal(row!.status, 'active');
+    assert.deepEqual(row!.details, {
+      id: reference, object: 'payment_method', type: 'card', livemode: false,
+      card: { brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2099, funding: 'credit', country: 'GB' },
+    });
+  });
+
+  test('resource_missing: 400 payment_instruction_not_found; 403: 400 payment_vendor_rejected', async () => {
+    const { tenant, account, vendor } = await stripeSetup();
+    const missing = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, unique('pm')));
+    assert.equal(missing.status, 400);
+    assert.equal(missing.json.code, 'payment_instruction_not_found');
+    assert.equal(missing.json.errors[0].attr, 'reference');
+    const reference = unique('pm');
+    fake.set(reference, 'forbidden');
+    const rejected = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(rejected.status, 400);
+    assert.equal(rejected.json.code, 'payment_vendor_rejected');
+    assert.equal(fake.hits(reference), 1);
+  });
+
+  test('500s and timeouts: 500 payment_vendor_unavailable after 3 attempts; flaky: 201', async () => {
+    const { tenant, account, vendor } = await stripeSetup();
+    for (const behaviour of ['error', 'hang'] as const) {
+      const reference = unique('pm');
+      fake.set(reference, behaviour);
+      const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+      assert.equal(res.status, 500);
+      assert.equal(res.json.code, 'payment_vendor_unavailable');
+      assert.equal(fake.hits(reference), 3);
+    }
+    const flaky = unique('pm');
+    fake.set(flaky, 'flaky');
+    assert.equal((await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, flaky))).status, 201);
+    assert.equal(fake.hits(flaky), 3);
+  });
+});
