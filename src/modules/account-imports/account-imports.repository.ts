@@ -1,0 +1,82 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+
+// The import process rows (account_imports) and the create attempts. Free functions, executor first.
+type Db = Kysely<Database>;
+
+export interface ImportState {
+  id: number;
+  skipped: boolean;
+  account_id: number | null;
+  service_account_number: string | null;
+}
+
+/**
+ * Stages in one statement, so concurrent stages of one account never make two rows: the first
+ * inserts (inserted = true), a re-stage replaces the data (inserted = false) and keeps staged_at.
+ * No row comes back when the account is already imported or marked to skip.
+ */
+export function upsertStaged(db: Db, supplierId: number, externalAccountNumber: string, data: unknown) {
+  return db.insertInto('account_imports')
+    .values({ supplier_id: supplierId, external_account_number: externalAccountNumber, data: JSON.stringify(data) })
+    .onConflict((oc) => oc.columns(['supplier_id', 'external_account_number'])
+      .doUpdateSet({ data: (eb) => eb.ref('excluded.data'), updated_at: sql`now()` })
+      .where('account_imports.account_id', 'is', null)
+      .where('account_imports.skipped', '=', false))
+    // xmax is 0 on a row version this statement inserted, and the updating transaction's id otherwise.
+    .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
+    .executeTakeFirst();
+}
+
+/** The import process of one account with its account number, if created (without the staged data). */
+export function findImportState(db: Db, supplierId: number, externalAccountNumber: string): Promise<ImportState | undefined> {
+  return db.selectFrom('account_imports as ai')
+    .leftJoin('accounts as a', 'a.id', 'ai.account_id')
+    .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number'])
+    .where('ai.supplier_id', '=', supplierId)
+    .where('ai.external_account_number', '=', externalAccountNumber)
+    .executeTakeFirst();
+}
+
+export async function findStagedData(trx: Transaction<Database>, importId: number): Promise<unknown> {
+  const row = await trx.selectFrom('account_imports').select('data').where('id', '=', importId).executeTakeFirstOrThrow();
+  return row.data;
+}
+
+/** Set in the creating transaction: from here on the account is imported. */
+export async function linkAccount(trx: Transaction<Database>, importId: number, accountId: number): Promise<void> {
+  await trx.updateTable('account_imports').set({ account_id: accountId }).where('id', '=', importId).execute();
+}
+
+export interface AttemptRecord {
+  supplierId: number;
+  externalAccountNumber: string;
+  dryRun: boolean;
+  startedAt: Date;
+  outcome: 'created' | 'dry_run_rolled_back' | 'failed';
+  errorCode: string | null;
+  errorDetail: string | null;
+}
+
+export async function insertAttempt(db: Db, attempt: AttemptRecord): Promise<void> {
+  await db.insertInto('create_attempts').values({
+    supplier_id: attempt.supplierId,
+    external_account_number: attempt.externalAccountNumber,
+    dry_run: attempt.dryRun,
+    outcome: attempt.outcome,
+    error_code: attempt.errorCode,
+    error_detail: attempt.errorDetail,
+    started_at: attempt.startedAt,
+  }).execute();
+}
+
+export function findLastFailedAttempt(db: Db, supplierId: number, externalAccountNumber: string) {
+  return db.selectFrom('create_attempts')
+    .select(['error_code', 'error_detail'])
+    .where('supplier_id', '=', supplierId)
+    .where('external_account_number', '=', externalAccountNumber)
+    .where('outcome', '=', 'failed')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}

@@ -1,0 +1,76 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
+
+// Wire shapes of staging, creating, the status endpoint and the lists (spec 4.2, 4.3, 4.8–4.11).
+
+/** `type: [T, 'null']` (validation.ts: nullable is never anyOf). */
+function Nullable<T extends TSchema>(schema: T) {
+  const { type } = schema as unknown as { type: string };
+  return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] });
+}
+
+export const StageAccountResponse = Type.Object({
+  import_supplier: Type.String(),
+  external_account_number: Type.String(),
+});
+export type StageAccountResponse = Static<typeof StageAccountResponse>;
+
+export const ProcessAccountBody = Type.Object({
+  external_account_number: ExternalAccountNumber,
+  import_supplier_code: ImportSupplierCode,
+  operations_team_name: Type.String({ minLength: 1, maxLength: 200, description: 'An existing operations team; the account is linked to it.' }),
+  dry_run: Type.Optional(Type.Boolean({ description: 'Run the whole create and roll it back: 400 dry_run_rolled_back when it would succeed.' })),
+}, { additionalProperties: false });
+export type ProcessAccountBody = Static<typeof ProcessAccountBody>;
+
+export const ProcessAccountResponse = Type.Object({
+  service_account_number: Type.String({ description: '`A-` and 8 characters of 0-9A-Z.' }),
+});
+export type ProcessAccountResponse = Static<typeof ProcessAccountResponse>;
+
+export const IMPORT_STATUSES = ['UNKNOWN', 'IN_PROGRESS', 'COMPLETED'] as const;
+export type ImportStatus = (typeof IMPORT_STATUSES)[number];
+
+export const AccountPathParams = Type.Object({
+  import_supplier_code: Type.String({ maxLength: 200 }),
+  external_account_number: Type.String({ maxLength: 200 }),
+});
+export type AccountPathParams = Static<typeof AccountPathParams>;
+
+export const AccountStatusResponse = Type.Object({
+  status: Type.Unsafe<ImportStatus>({ type: 'string', enum: [...IMPORT_STATUSES] }),
+  service_account_number: Type.String({ description: 'Empty while no account exists.' }),
+  last_error: Nullable(Type.Object({ code: Type.String(), detail: Type.String() }, {
+    description: 'The latest failed create attempt (an addition under spec 9.2), or null.',
+  })),
+});
+export type AccountStatusResponse = Static<typeof AccountStatusResponse>;
+
+export const SupplierPathParams = Type.Object({ import_supplier_code: Type.String({ maxLength: 200 }) });
+export type SupplierPathParams = Static<typeof SupplierPathParams>;
+
+export const MAX_PAGE_SIZE = 1000;
+
+export const ListQuery = Type.Object({
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: 'Page by keyset (an addition, D7); without it the whole list is streamed.' })),
+  cursor: Type.Optional(Type.String({ maxLength: 500, description: 'The cursor of the next page, from the Link header.' })),
+}, { additionalProperties: false });
+export type ListQuery = Static<typeof ListQuery>;
+
+export const ImportRecord = Type.Object({
+  external_account_number: Type.String(),
+  service_account_number: Nullable(Type.String({ description: 'Null while pending.' })),
+  account_created_at: Nullable(Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ; null while pending.' })),
+});
+export type ImportRecord = Static<typeof ImportRecord>;
+
+export const ImportRecordList = Type.Array(ImportRecord, {
+  description: 'Ordered by staging time, then external account number. With page_size, a `Link: <…>; rel="next"` header names the next page.',
+});
+
+/** Error bodies (spec 7, D4): open to the extra top-level fields some carry (account_already_imported). */
+export const ErrorResponse = Type.Object({
+  detail: Type.String(),
+  code: Type.String(),
+  errors: Type.Optional(Type.Array(Type.Object({ detail: Type.String(), code: Type.String(), attr: Type.String() }))),
+}, { additionalProperties: true });

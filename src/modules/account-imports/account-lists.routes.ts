@@ -1,0 +1,47 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsync } from 'fastify';
+import { callerOf } from '../../http/auth.ts';
+import type { RouteDeps } from '../../http/route-deps.ts';
+import { ErrorResponse, ImportRecordList, ListQuery, SupplierPathParams } from './account-imports.schemas.ts';
+import type { ListKind } from './account-lists.repository.ts';
+import { importListPage, streamImportList } from './account-lists.service.ts';
+
+const LISTS: Array<{ kind: ListKind; path: string; summary: string }> = [
+  { kind: 'all', path: '/all-account-import-processes/:import_supplier_code/', summary: 'Every pending and imported account of the supplier' },
+  { kind: 'pending', path: '/pending-account-import-processes/:import_supplier_code/', summary: 'Accounts staged and not yet created' },
+  { kind: 'imported', path: '/imported-account-import-processes/:import_supplier_code/', summary: 'Accounts created' },
+];
+
+// The lists (spec 4.9–4.11, D7). Without page_size the whole array is streamed; with it, one page and
+// a `Link: <…>; rel="next"` header while more remain.
+export const accountListsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+  for (const list of LISTS) {
+    app.get<{ Params: SupplierPathParams; Querystring: ListQuery }>(list.path, {
+      schema: {
+        tags: ['Account import'],
+        summary: list.summary,
+        description: 'Records ordered by staging time, then external account number; service_account_number and '
+          + 'account_created_at are null while pending. 404 `not_found` for an unknown supplier. Optional keyset '
+          + 'paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`).',
+        params: SupplierPathParams,
+        querystring: ListQuery,
+        response: { 200: ImportRecordList, 400: ErrorResponse, 404: ErrorResponse },
+      },
+    }, async (request, reply) => {
+      const caller = callerOf(request);
+      const code = request.params.import_supplier_code;
+      const { page_size: pageSize, cursor } = request.query;
+      if (pageSize === undefined && cursor === undefined) {
+        const chunks = await streamImportList(db, caller, code, list.kind);
+        return reply.type('application/json; charset=utf-8').send(Readable.from(chunks));
+      }
+      const size = pageSize ?? 1000;
+      const page = await importListPage(db, caller, code, list.kind, size, cursor);
+      if (page.nextCursor) {
+        const path = request.url.split('?')[0];
+        void reply.header('link', `<${path}?page_size=${size}&cursor=${page.nextCursor}>; rel="next"`);
+      }
+      return page.records;
+    });
+  }
+};

@@ -1,0 +1,157 @@
+import type { Kysely, Transaction } from 'kysely';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { Database, Supplier } from '../../db/schema.ts';
+import { requireCallerSupplier, requireSupplierOpen } from '../../http/auth.ts';
+import { AppError } from '../../http/errors.ts';
+import { validationError } from '../../http/validation.ts';
+import { validateAccountData, type AccountData } from '../account-data/account-data.schemas.ts';
+import { findTeamByName } from '../admin/admin.repository.ts';
+import type { Caller } from '../auth/token.service.ts';
+import { queueEmails } from '../email/outbox.repository.ts';
+import { welcomeEmail } from '../email/welcome-email.ts';
+import type { ProcessAccountBody, ProcessAccountResponse } from './account-imports.schemas.ts';
+import * as imports from './account-imports.repository.ts';
+import { newAccountNumber } from './account-number.ts';
+import { supplyPointsOf, writeAccountTree } from './account-tree.builder.ts';
+import { findRegisteredIdentifiers, insertAccount } from './account-tree.repository.ts';
+import * as errors from './import-errors.ts';
+import { tryLockAccount, tryTakeSlot } from './import-locks.repository.ts';
+
+// Create (spec 4.3, D6): checks in the order of D4, then the whole account in ONE transaction.
+//
+// Inside the transaction the account's advisory lock is taken first and its state read again under
+// it, so "check, then create" cannot race another create of the same account: of two at once, one
+// builds the account and the other gets account_import_in_progress (or, if it starts after the first
+// committed, account_already_imported). The unique accounts.account_import_id is the backstop.
+// The concurrency slot is taken after the account checks, also inside the transaction, so it is
+// released however the request ends (see import-locks.repository.ts).
+
+type Db = Kysely<Database>;
+
+export interface CreateAccountDeps { db: Db; processConcurrencyLimit: number }
+
+const IDENTIFIER_KEY = 'supply_points_identifier_key';
+const RETRY_AFTER_SECONDS = '2';
+
+class DryRunRollback extends Error {}
+
+export async function createAccount(deps: CreateAccountDeps, caller: Caller, body: ProcessAccountBody): Promise<ProcessAccountResponse> {
+  const supplier = await requireCallerSupplier(deps.db, caller, body.import_supplier_code, 'import_supplier_code');
+  const startedAt = new Date();
+  const dryRun = body.dry_run === true;
+  const attempt = { supplierId: supplier.id, externalAccountNumber: body.external_account_number, dryRun, startedAt };
+  try {
+    requireSupplierOpen(supplier, 'import_supplier_code');
+    const number = await create(deps, supplier, body);
+    await record(deps.db, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null });
+    return { service_account_number: number };
+  } catch (error) {
+    const appError = error instanceof AppError ? error : null;
+    await record(deps.db, {
+      ...attempt,
+      outcome: appError?.code === 'dry_run_rolled_back' ? 'dry_run_rolled_back' : 'failed',
+      errorCode: appError?.code ?? 'internal_error',
+      errorDetail: appError?.detail ?? 'An unexpected error occurred.',
+    });
+    throw error;
+  }
+}
+
+// The record is kept outside the create transaction so failures are kept too. Losing it must not
+// turn a created account into an error answer, so a failure to record is swallowed.
+async function record(db: Db, attempt: imports.AttemptRecord): Promise<void> {
+  await imports.insertAttempt(db, attempt).catch(() => {});
+}
+
+async function create(deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccountBody): Promise<string> {
+  const ext = body.external_account_number;
+  const seen = await imports.findImportState(deps.db, supplier.id, ext);
+  if (!seen) throw errors.accountNotStaged(ext);
+  errors.requireNotImportedOrSkipped(ext, seen);
+
+  let data: AccountData | undefined;
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      if (!(await tryLockAccount(trx, seen.id))) throw errors.accountImportInProgress(ext);
+      const state = await imports.findImportState(trx, supplier.id, ext);
+      if (!state) throw errors.accountNotStaged(ext);
+      errors.requireNotImportedOrSkipped(ext, state);
+
+      const team = await findTeamByName(trx, body.operations_team_name);
+      if (!team) {
+        throw AppError.field('operations_team_not_found', `No operations team named "${body.operations_team_name}".`, 'operations_team_name');
+      }
+      if (deps.processConcurrencyLimit > 0 && (await tryTakeSlot(trx, deps.processConcurrencyLimit)) === null) {
+        throw new AppError('concurrency_limit_exceeded',
+          `More than ${deps.processConcurrencyLimit} accounts are being created at once; retry shortly.`,
+          undefined, undefined, { 'Retry-After': RETRY_AFTER_SECONDS });
+      }
+
+      const staged = await imports.findStagedData(trx, state.id);
+      const invalid = validateAccountData(staged);
+      if (invalid) throw validationError('account_failed_validation', invalid);
+      data = staged as AccountData;
+      await requireIdentifiersFree(trx, data);
+
+      const number = await buildAccount(trx, { importId: state.id, ext, supplier, teamId: team.id, data });
+      if (body.dry_run === true) throw new DryRunRollback();
+      return number;
+    });
+  } catch (error) {
+    if (error instanceof DryRunRollback) {
+      throw new AppError('dry_run_rolled_back',
+        `Account "${ext}" would import successfully; it was rolled back due to the dry run.`);
+    }
+    // Two creates with one identifier raced past the pre-check: the unique index decided.
+    if (data && isUniqueViolation(error, IDENTIFIER_KEY)) await requireIdentifiersFree(deps.db, data, true);
+    if (isUniqueViolation(error, 'accounts_account_import_id_key')) throw errors.accountImportInProgress(ext);
+    throw error;
+  }
+}
+
+/** An electricity identifier live on another account fails the create at that point's identifier. */
+async function requireIdentifiersFree(db: Kysely<Database>, data: AccountData, conflictSeen = false): Promise<void> {
+  const electricity = supplyPointsOf(data).flatMap((ref) =>
+    ref.point.supply_type === 'ELECTRICITY' ? [{ ...ref, identifier: ref.point.identifier }] : []);
+  const registered = await findRegisteredIdentifiers(db, electricity.map((p) => p.identifier));
+  // After a unique violation the conflicting row may since have been rolled back: still name a point.
+  const taken = electricity.find((p) => registered.has(p.identifier)) ?? (conflictSeen ? electricity[0] : undefined);
+  if (taken) {
+    throw AppError.field('supply_point_already_registered',
+      `Supply point identifier "${taken.identifier}" is already registered on another account.`,
+      `supply_addresses.${taken.addressIndex}.supply_points.${taken.pointIndex}.identifier`);
+  }
+}
+
+async function buildAccount(
+  trx: Transaction<Database>, input: { importId: number; ext: string; supplier: Supplier; teamId: number; data: AccountData },
+): Promise<string> {
+  const { data, supplier } = input;
+  const row = {
+    account_import_id: input.importId,
+    supplier_id: supplier.id,
+    external_account_number: input.ext,
+    operations_team_id: input.teamId,
+    billing_street_address: data.billing_address.street_address,
+    billing_locality: data.billing_address.locality ?? null,
+    billing_administrative_area: data.billing_address.administrative_area ?? null,
+    billing_country: data.billing_address.country,
+    billing_postal_code: data.billing_address.postal_code,
+    unknown_occupier: data.unknown_occupier ?? null,
+    metadata: JSON.stringify(data.metadata ?? []),
+  };
+  let created: { id: number } | undefined;
+  let number = '';
+  for (let tries = 0; !created; tries += 1) {
+    if (tries === 5) throw new Error('could not draw a free account number in 5 tries');
+    number = newAccountNumber();
+    created = await insertAccount(trx, { ...row, number });
+  }
+  await writeAccountTree(trx, created.id, data);
+  await imports.linkAccount(trx, input.importId, created.id);
+  if (supplier.customer_emails) {
+    const emails = data.customers.flatMap((c) => welcomeEmail(c, number) ?? []);
+    await queueEmails(trx, created.id, emails);
+  }
+  return number;
+}

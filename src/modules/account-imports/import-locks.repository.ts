@@ -1,0 +1,57 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+
+// Coordination of creates across every instance over one PostgreSQL, with transaction-level
+// advisory locks: PostgreSQL releases them at commit, at rollback and when the session ends, so an
+// instance killed mid-create leaves nothing to clean up.
+//
+// - The account lock uses the one-bigint form with key (ACCOUNT_LOCK_SPACE << 32) | import id: the
+//   high half keeps it apart from other bigint advisory keys (the migration lock, hashed keys), and
+//   pg_locks shows it as classid = ACCOUNT_LOCK_SPACE, objid = import id, objsubid = 1.
+// - Concurrency slots use the two-int4 form (SLOT_LOCK_SPACE, 1..N): a separate lock space
+//   (objsubid = 2), so they can never meet an account lock.
+//
+// On PGlite there is one session, handed to one transaction at a time: locks are re-entrant there and
+// creates simply run one after another, so neither lock can be contended and IN_PROGRESS is never seen.
+export const ACCOUNT_LOCK_SPACE = 0x41494d50; // 'AIMP'
+export const SLOT_LOCK_SPACE = 0x534c4f54; // 'SLOT'
+const MAX_IMPORT_ID = 2 ** 32;
+
+/** The bigint advisory key of an import process, as a decimal string (it passes 2^53). */
+export function accountLockKey(importId: number): string {
+  if (!Number.isInteger(importId) || importId < 0 || importId >= MAX_IMPORT_ID) {
+    throw new Error(`import id ${importId} is outside the advisory key range`);
+  }
+  return ((BigInt(ACCOUNT_LOCK_SPACE) << 32n) | BigInt(importId)).toString();
+}
+
+/** False when another session is creating this account now. */
+export async function tryLockAccount(trx: Transaction<Database>, importId: number): Promise<boolean> {
+  const { rows } = await sql<{ locked: boolean }>`
+    SELECT pg_try_advisory_xact_lock(${accountLockKey(importId)}::int8) AS locked`.execute(trx);
+  return rows[0]?.locked === true;
+}
+
+/** Whether some session holds the account lock now: a create is running (status IN_PROGRESS). */
+export async function isAccountLocked(db: Kysely<Database>, importId: number): Promise<boolean> {
+  const { rows } = await sql<{ held: boolean }>`
+    SELECT EXISTS (
+      SELECT 1 FROM pg_locks
+      WHERE locktype = 'advisory' AND granted AND objsubid = 1
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND classid = ${ACCOUNT_LOCK_SPACE}::int8::oid AND objid = ${importId}::int8::oid
+    ) AS held`.execute(db);
+  return rows[0]?.held === true;
+}
+
+/**
+ * Takes a free slot of 1..limit, or returns null when all are taken (by any instance). Each probe is
+ * a try-lock, so this never waits; the slot is held until the transaction ends.
+ */
+export async function tryTakeSlot(trx: Transaction<Database>, limit: number): Promise<number | null> {
+  const { rows } = await sql<{ slot: number }>`
+    SELECT s AS slot FROM generate_series(1, ${limit}::int4) AS s
+    WHERE pg_try_advisory_xact_lock(${SLOT_LOCK_SPACE}::int4, s)
+    LIMIT 1`.execute(trx);
+  return rows[0]?.slot ?? null;
+}

@@ -1,0 +1,29 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { requireCallerSupplier, requireSupplierOpen } from '../../http/auth.ts';
+import type { AccountData } from '../account-data/account-data.schemas.ts';
+import type { Caller } from '../auth/token.service.ts';
+import type { StageAccountResponse } from './account-imports.schemas.ts';
+import * as imports from './account-imports.repository.ts';
+import * as errors from './import-errors.ts';
+
+// Stage (spec 4.2, D6): the body was validated as account data by the route schema. The upsert is
+// one statement, so concurrent stages of one account make one row and a stage racing the create of
+// that account either lands before it or is refused after it.
+
+export interface StageResult { created: boolean; body: StageAccountResponse }
+
+export async function stageAccount(db: Kysely<Database>, caller: Caller, data: AccountData): Promise<StageResult> {
+  const supplier = await requireCallerSupplier(db, caller, data.import_supplier, 'import_supplier');
+  requireSupplierOpen(supplier, 'import_supplier');
+  const ext = data.external_account_number;
+  const body = { import_supplier: supplier.code, external_account_number: ext };
+
+  const staged = await imports.upsertStaged(db, supplier.id, ext, data);
+  if (staged) return { created: staged.inserted, body };
+
+  // The upsert's guard refused: the account is imported or marked to skip.
+  const state = await imports.findImportState(db, supplier.id, ext);
+  if (state) errors.requireNotImportedOrSkipped(ext, state);
+  throw new Error(`staging ${ext} changed no row, yet the account is neither imported nor skipped`);
+}
