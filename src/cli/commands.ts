@@ -1,0 +1,133 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import * as admin from '../modules/admin/admin.service.ts';
+
+// The commands of D2, one entry each: what they take, what they do (a call into the admin
+// service) and how they read to a person. `--json` prints the object `run` returns, as D2 shows it.
+export type Flags = Record<string, string | boolean | undefined>;
+
+export interface OptionSpec { type: 'string' | 'boolean'; value?: string; required?: boolean }
+
+export interface Command {
+  name: string;
+  args: string[];
+  options: Record<string, OptionSpec>;
+  summary: string;
+  /** Checks that need no store, so that a typo fails before the store is opened. */
+  check?(flags: Flags): void;
+  run(db: Kysely<Database>, args: string[], flags: Flags): Promise<object>;
+  text(result: Record<string, unknown>): string;
+}
+
+/** A mistake in the command line itself (exit status 2). */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const STATUS = { type: 'string', value: admin.SUPPLIER_STATUSES.join('|') } as const;
+const SUPPLIER_FLAGS: Record<string, OptionSpec> = {
+  status: STATUS,
+  'customer-emails': { type: 'boolean' },
+  'no-customer-emails': { type: 'boolean' },
+  'documents-root': { type: 'string', value: 'ROOT' },
+};
+
+function supplierOptions(flags: Flags): admin.SupplierOptions {
+  if (flags['customer-emails'] && flags['no-customer-emails']) {
+    throw new UsageError('give --customer-emails or --no-customer-emails, not both');
+  }
+  const status = flags.status as string | undefined;
+  if (status !== undefined && !(admin.SUPPLIER_STATUSES as readonly string[]).includes(status)) {
+    throw new UsageError(`--status must be one of ${admin.SUPPLIER_STATUSES.join(', ')}, got "${status}"`);
+  }
+  return {
+    status: status as admin.SupplierOptions['status'],
+    customerEmails: flags['customer-emails'] ? true : flags['no-customer-emails'] ? false : undefined,
+    documentsRoot: flags['documents-root'] as string | undefined,
+  };
+}
+
+function timeoutOf(flags: Flags): number | undefined {
+  const raw = flags['timeout-ms'] as string | undefined;
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(raw)) throw new UsageError(`--timeout-ms must be a whole number of milliseconds, got "${raw}"`);
+  return Number(raw);
+}
+
+const supplierText = (r: Record<string, unknown>) =>
+  `Supplier ${String(r.code)} of organisation "${String(r.organisation)}": status ${String(r.status)}, `
+  + `customer emails ${r.customer_emails ? 'on' : 'off'}, documents root "${String(r.documents_root)}".`;
+
+export const COMMANDS: Command[] = [
+  {
+    name: 'org create', args: ['NAME'], options: {},
+    summary: 'create an organisation and its first API key (the key is shown once)',
+    run: (db, [name]) => admin.createOrganisation(db, name!),
+    text: (r) => `Created organisation "${String(r.organisation)}".\nAPI key (shown once, keep it secret): ${String(r.api_key)}`,
+  },
+  {
+    name: 'key create', args: ['ORG'], options: {},
+    summary: 'create another API key for an organisation (shown once)',
+    run: (db, [org]) => admin.createApiKey(db, org!),
+    text: (r) => `New API key for "${String(r.organisation)}" (shown once, keep it secret): ${String(r.api_key)}`,
+  },
+  {
+    name: 'key revoke', args: ['KEY_PREFIX'], options: {},
+    summary: 'revoke an API key by its prefix (ak_…); tokens issued from it stop working',
+    run: (db, [prefix]) => admin.revokeApiKey(db, prefix!),
+    text: (r) => `Revoked API key ${String(r.revoked)}; tokens issued from it no longer work.`,
+  },
+  {
+    name: 'supplier create', args: ['CODE'],
+    options: { org: { type: 'string', value: 'ORG', required: true }, ...SUPPLIER_FLAGS },
+    summary: 'create an import supplier of an organisation (status defaults to ongoing)',
+    check: supplierOptions,
+    run: (db, [code], flags) => admin.createSupplier(db, code!, flags.org as string, supplierOptions(flags)),
+    text: supplierText,
+  },
+  {
+    name: 'supplier set', args: ['CODE'], options: SUPPLIER_FLAGS,
+    summary: 'change an import supplier; prints it after the change',
+    check: supplierOptions,
+    run: (db, [code], flags) => admin.setSupplier(db, code!, supplierOptions(flags)),
+    text: supplierText,
+  },
+  {
+    name: 'team create', args: ['NAME'], options: {},
+    summary: 'create an operations team',
+    run: (db, [name]) => admin.createTeam(db, name!),
+    text: (r) => `Created operations team "${String(r.operations_team)}".`,
+  },
+  {
+    name: 'account skip', args: ['SUPPLIER', 'EXTERNAL_ACCOUNT_NUMBER'], options: {},
+    summary: 'mark staged account data to be skipped (it will not be created)',
+    run: (db, [supplier, external]) => admin.skipAccount(db, supplier!, external!),
+    text: (r) => `Account ${String(r.external_account_number)} of supplier ${String(r.import_supplier)} is marked to be skipped.`,
+  },
+  {
+    name: 'vendor create', args: ['CODE'],
+    options: {
+      kind: { type: 'string', value: admin.VENDOR_KINDS.join('|'), required: true },
+      url: { type: 'string', value: 'BASE_URL', required: true },
+      secret: { type: 'string', value: 'S' },
+      'timeout-ms': { type: 'string', value: 'N' },
+    },
+    summary: 'register a payment vendor (D9)',
+    check: timeoutOf,
+    run: (db, [code], flags) => admin.createVendor(db, code!, {
+      kind: flags.kind as string, url: flags.url as string, secret: flags.secret as string | undefined, timeoutMs: timeoutOf(flags),
+    }),
+    text: (r) => `Registered payment vendor ${String(r.vendor)} (${String(r.kind)}, ${String(r.url)}).`,
+  },
+];
+
+export function synopsis(command: Command): string {
+  const options = Object.entries(command.options)
+    .filter(([name]) => name !== 'no-customer-emails')
+    .map(([name, spec]) => {
+      const text = name === 'customer-emails' ? '--customer-emails|--no-customer-emails'
+        : spec.type === 'string' ? `--${name} ${spec.value ?? 'VALUE'}` : `--${name}`;
+      return spec.required ? text : `[${text}]`;
+    });
+  return [command.name, ...command.args, ...options, '[--json]'].join(' ');
+}

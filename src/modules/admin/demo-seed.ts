@@ -1,0 +1,54 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { countOrganisations, findTeamByName } from './admin.repository.ts';
+import { AdminError, createOrganisation, createSupplier, createTeam } from './admin.service.ts';
+
+// A fresh store with no organisation at all gets something to try the API with at once (D2): an
+// organisation, an ongoing supplier and a team. The key is returned to be printed, once.
+export const DEMO = { organisation: 'demo', supplier: 'DEMO', team: 'Operations' } as const;
+
+export interface DemoSeed { organisation: string; supplier: string; team: string; apiKey: string }
+
+/** Seeds the demo data when there is no organisation yet; null when there was something already. */
+export async function seedDemo(db: Kysely<Database>): Promise<DemoSeed | null> {
+  if ((await countOrganisations(db)).n > 0) return null;
+  let apiKey: string;
+  try {
+    ({ api_key: apiKey } = await createOrganisation(db, DEMO.organisation));
+  } catch (error) {
+    // Another instance seeded in the meantime (several servers over one empty PostgreSQL).
+    if (error instanceof AdminError) return null;
+    throw error;
+  }
+  await createSupplier(db, DEMO.supplier, DEMO.organisation);
+  // A team can exist before any organisation (created with the CLI): use it as it is.
+  if (!(await findTeamByName(db, DEMO.team))) await createTeam(db, DEMO.team);
+  return { ...DEMO, apiKey };
+}
+
+/** What a newcomer reads on the console: what was created, the key, and curl lines to try it. */
+export function demoBanner(seed: DemoSeed, baseUrl: string): string {
+  const mutation = `mutation ObtainToken { obtainToken(input: {APIKey: \\"${seed.apiKey}\\"}) { token expiresIn refreshToken refreshExpiresIn } }`;
+  const obtain = `curl -s -X POST ${baseUrl}/graphql -H 'Content-Type: application/json' -d '{"query": "${mutation}"}'`;
+  const extract = `node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).data.obtainToken.token))'`;
+  return [
+    '',
+    '================================================================================',
+    ' DEMO DATA CREATED: this store had no organisation, so the service created',
+    `   organisation "${seed.organisation}", import supplier "${seed.supplier}" (ongoing), operations team "${seed.team}"`,
+    '',
+    ` Demo API key (shown only this once): ${seed.apiKey}`,
+    '',
+    ' Get a token:',
+    `   ${obtain}`,
+    '',
+    ' Or keep the token in a shell variable and call the REST API with it:',
+    `   TOKEN=$(${obtain} | ${extract})`,
+    `   curl -s ${baseUrl}/v1/data-import/all-account-import-processes/${seed.supplier}/ -H "Authorization: Token $TOKEN"`,
+    '',
+    ' Another key later: stop the server, then npx import-admin key create demo',
+    ' (set DEMO_SEED=false to start with an empty store instead)',
+    '================================================================================',
+    '',
+  ].join('\n');
+}
