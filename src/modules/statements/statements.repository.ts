@@ -1,0 +1,15 @@
+import type { Insertable, Kysely, Transaction } from 'kysely';
+import type { Database, StatementsTable } from '../../db/schema.ts';
+
+export function findStatements(db: Kysely<Database> | Transaction<Database>, accountId: number) {
+  return db.selectFrom('statements')
+    .select(['statement_id', 'bill_period_from_date', 'bill_period_to_date', 'issued_date', 'number', 'gross_amount', 'statement_path'])
+    .where('account_id', '=', accountId)
+    .orderBy('bill_period_from_date').orderBy('statement_id')
+    .execute();
+}
+export type StatementRow = Awaited<ReturnType<typeof findStatements>>[number];
+
+export async function insertStatements(trx: Transaction<Database>, rows: Insertable<StatementsTable>[]): Promise<void> {
+  await trx.insertInto('statements').values(rows).execute();
+}

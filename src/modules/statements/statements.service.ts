@@ -1,0 +1,79 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { requireCallerSupplier } from '../../http/auth.ts';
+import { AppError, type FieldError } from '../../http/errors.ts';
+import { lockImportedAccount } from '../accounts/imported-account.ts';
+import type { Caller } from '../auth/token.service.ts';
+import { decimalString, moneyString } from '../transactions/money.ts';
+import type { CreateStatementsBody, StatementItem } from './statements.schemas.ts';
+import { findStatements, insertStatements, type StatementRow } from './statements.repository.ts';
+
+interface Period { id: string; from: string; to: string }
+
+/**
+ * Imports historical statements (spec 4.6, D8), all or nothing, holding the account row. A
+ * statement_id already on the account with the same data changes nothing (idempotent re-post); with
+ * different data it is refused (`duplicate` at its statement_id): statements are issued documents
+ * and are not edited through an import. A new statement's period must not overlap any other of the
+ * account, stored or in the same request (`statement_period_overlap` at its bill_period_from_date).
+ * Answers the validated data.
+ */
+export async function importStatements(db: Kysely<Database>, caller: Caller, body: CreateStatementsBody): Promise<CreateStatementsBody> {
+  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  await db.transaction().execute(async (trx) => {
+    const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
+    const stored = await findStatements(trx, account.id);
+    const byId = new Map(stored.map((row) => [row.statement_id, row]));
+    const periods: Period[] = stored.map((row) => ({ id: row.statement_id, from: row.bill_period_from_date, to: row.bill_period_to_date }));
+    const errors: FieldError[] = [];
+    const fresh: StatementItem[] = [];
+
+    body.statements.forEach((item, index) => {
+      const known = byId.get(item.statement_id);
+      if (known) {
+        if (!sameStatement(known, item)) {
+          errors.push({ code: 'duplicate', attr: `statements.${index}.statement_id`, detail: `Statement "${item.statement_id}" was imported before with different data; statements cannot be changed.` });
+        }
+        return;
+      }
+      const clash = periods.find((p) => p.from <= item.bill_period_to_date && item.bill_period_from_date <= p.to);
+      if (clash) {
+        errors.push({
+          code: 'statement_period_overlap', attr: `statements.${index}.bill_period_from_date`,
+          detail: `The period ${item.bill_period_from_date} to ${item.bill_period_to_date} overlaps statement "${clash.id}" (${clash.from} to ${clash.to}).`,
+        });
+      }
+      periods.push({ id: item.statement_id, from: item.bill_period_from_date, to: item.bill_period_to_date });
+      fresh.push(item);
+    });
+
+    if (errors.length > 0) {
+      const overlapsOnly = errors.every((e) => e.code === 'statement_period_overlap');
+      throw overlapsOnly
+        ? new AppError('statement_period_overlap', errors[0]!.detail, errors)
+        : new AppError('invalid', 'The request failed validation.', errors);
+    }
+    if (fresh.length > 0) {
+      await insertStatements(trx, fresh.map((item) => ({
+        account_id: account.id,
+        statement_id: item.statement_id,
+        bill_period_from_date: item.bill_period_from_date,
+        bill_period_to_date: item.bill_period_to_date,
+        issued_date: item.issued_date,
+        number: item.number,
+        gross_amount: decimalString(item.gross_amount),
+        statement_path: item.statement_path ?? null,
+      })));
+    }
+  });
+  return body;
+}
+
+function sameStatement(row: StatementRow, item: StatementItem): boolean {
+  return row.bill_period_from_date === item.bill_period_from_date
+    && row.bill_period_to_date === item.bill_period_to_date
+    && row.issued_date === item.issued_date
+    && row.number === item.number
+    && row.gross_amount === moneyString(item.gross_amount)
+    && row.statement_path === (item.statement_path ?? null);
+}
