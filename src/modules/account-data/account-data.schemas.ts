@@ -40,10 +40,10 @@ export const MetadataItem = Type.Object({
 export type MetadataItem = Static<typeof MetadataItem>;
 
 export const AlternativePhoneNumber = Type.Object({
-  phone_number: Type.String({
+  phone_number: Type.Optional(Type.String({
     maxLength: BOUNDS.phone,
     description: 'Phone number; without a leading + it is read in the billing address\'s country (`invalid_phone_number`).',
-  }),
+  })),
 }, { additionalProperties: false });
 export type AlternativePhoneNumber = Static<typeof AlternativePhoneNumber>;
 
