@@ -310,6 +310,17 @@ describe('kind stripe: PaymentMethods through the official SDK', () => {
     assert.equal(fake.hits(reference), 1);
   });
 
+  test('no API key configured: 400 payment_vendor_rejected without calling Stripe', async () => {
+    const { tenant, account } = await stripeSetup();
+    const vendor = await createVendor({ kind: 'stripe' });
+    const reference = unique('pm');
+    fake.set(reference, 'found');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 'payment_vendor_rejected');
+    assert.equal(fake.hits(reference), 0);
+  });
+
   test('500s and timeouts: 500 payment_vendor_unavailable after 3 attempts; flaky: 201', async () => {
     const { tenant, account, vendor } = await stripeSetup();
     for (const behaviour of ['error', 'hang'] as const) {
