@@ -65,7 +65,9 @@ export const graphqlRoutes: FastifyPluginAsync<RouteDeps> = async (app, { tokens
     if (request.validationError) {
       const items = request.validationError instanceof AppError ? request.validationError.errors ?? [] : [];
       const errors = items.length > 0
-        ? items.map((item) => graphqlError(`${item.attr}: ${item.detail}`, item.code, { attr: item.attr }))
+        ? items.map((item) => item.attr === 'non_field_errors'
+          ? graphqlError(`The body must be a JSON object with a "query" string: ${item.detail}`, item.code)
+          : graphqlError(`${item.attr}: ${item.detail}`, item.code, { attr: item.attr }))
         : [graphqlError('The body must be a JSON object with a "query" string.', 'invalid')];
       return sendErrors(reply, 400, errors);
     }

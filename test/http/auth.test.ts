@@ -1,0 +1,240 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, describe, test } from 'node:test';
+import { buildApp } from '../../src/app.ts';
+import { openStore } from '../../src/db/store.ts';
+import * as admin from '../../src/modules/admin/admin.service.ts';
+import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { addProbeRoutes, PROBE } from '../support/probe-routes.ts';
+import { buildTestApp, call, createTenant, unique } from '../support/test-app.ts';
+
+// Authentication (D3): tokens from POST /graphql, the REST guard, revocation, expiry, restarts and
+// tenancy (another organisation's supplier is indistinguishable from an unknown one).
+const t = await buildTestApp();
+addProbeRoutes(t.app, t.store.db, t.tokens);
+
+const FIELDS = 'token expiresIn refreshToken refreshExpiresIn';
+const obtain = (input: string) => call(t.app, 'POST', '/graphql', {
+  body: { query: `mutation ObtainToken { obtainToken(input: ${input}) { ${FIELDS} } }` },
+});
+const withKey = (key: string) => obtain(`{APIKey: ${JSON.stringify(key)}}`);
+const withRefresh = (token: string) => obtain(`{refreshToken: ${JSON.stringify(token)}}`);
+const probe = (token: string | undefined, code: string) => call(t.app, 'GET', `${PROBE}/suppliers/${code}/`, token ? { token } : {});
+
+function assertPair(pair: Record<string, unknown>) {
+  assert.deepEqual(Object.keys(pair).sort(), ['expiresIn', 'refreshExpiresIn', 'refreshToken', 'token']);
+  assert.match(String(pair.token), /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  assert.match(String(pair.refreshToken), /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  assert.equal(pair.expiresIn, 3600);
+  assert.equal(pair.refreshExpiresIn, 7 * 24 * 3600);
+}
+
+function assertAuthFailure(res: { status: number; json: any }, code = 'authentication_failed') {
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.json.data, { obtainToken: null });
+  assert.equal(res.json.errors.length, 1);
+  assert.equal(res.json.errors[0].extensions.code, code);
+  assert.deepEqual(res.json.errors[0].path, ['obtainToken']);
+  assert.equal(typeof res.json.errors[0].message, 'string');
+}
+
+describe('obtainToken at POST /graphql', () => {
+  test('an API key yields a token pair that the REST guard accepts', async () => {
+    const tenant = await createTenant(t);
+    const res = await withKey(tenant.apiKey);
+    assert.equal(res.status, 200);
+    assert.equal(res.json.errors, undefined);
+    assertPair(res.json.data.obtainToken);
+    const rest = await probe(res.json.data.obtainToken.token, tenant.supplier);
+    assert.equal(rest.status, 200);
+    assert.equal(rest.json.code, tenant.supplier);
+  });
+
+  test('variables and an operation name work as in any GraphQL client', async () => {
+    const tenant = await createTenant(t);
+    const res = await call(t.app, 'POST', '/graphql', {
+      body: {
+        query: `query V { apiVersion } mutation ObtainToken($key: String!) { obtainToken(input: {APIKey: $key}) { token } }`,
+        operationName: 'ObtainToken',
+        variables: { key: tenant.apiKey },
+      },
+    });
+    assert.equal(res.status, 200);
+    assert.equal((await probe(res.json.data.obtainToken.token, tenant.supplier)).status, 200);
+  });
+
+  test('a refresh token yields a new pair; the old access token is not a refresh token, nor the reverse', async () => {
+    const tenant = await createTenant(t);
+    const first = (await withKey(tenant.apiKey)).json.data.obtainToken;
+    const res = await withRefresh(first.refreshToken);
+    assert.equal(res.status, 200);
+    assertPair(res.json.data.obtainToken);
+    assert.notEqual(res.json.data.obtainToken.token, first.token);
+    assert.equal((await probe(res.json.data.obtainToken.token, tenant.supplier)).status, 200);
+
+    assertAuthFailure(await withRefresh(first.token));
+    const rest = await probe(first.refreshToken, tenant.supplier);
+    assert.equal(rest.status, 401);
+    assert.equal(rest.json.code, 'authentication_failed');
+  });
+
+  test('a bad key gives an authentication_failed error and no token', async () => {
+    const tenant = await createTenant(t);
+    const [prefix] = tenant.apiKey.split('.');
+    for (const key of ['nonsense', `${prefix}.${'x'.repeat(43)}`, `ak_000000000000.${'y'.repeat(43)}`, '', tenant.apiKey.slice(0, -1)]) {
+      const res = await withKey(key);
+      assertAuthFailure(res);
+      assert.doesNotMatch(JSON.stringify(res.json), /eyJ/, 'no token in the answer');
+    }
+    assertAuthFailure(await withRefresh('not.a.jwt'));
+  });
+
+  test('input must hold exactly one of APIKey and refreshToken (@oneOf)', async () => {
+    const tenant = await createTenant(t);
+    for (const input of [`{}`, `{APIKey: ${JSON.stringify(tenant.apiKey)}, refreshToken: "x"}`, `{APIKey: null}`]) {
+      const res = await obtain(input);
+      assert.equal(res.status, 400, input);
+      assert.equal(res.json.data, undefined);
+      assert.equal(res.json.errors[0].extensions.code, 'invalid');
+    }
+  });
+});
+
+describe('malformed GraphQL requests answer GraphQL error JSON, never 5xx', () => {
+  const cases: Array<[string, Record<string, unknown>, number, string]> = [
+    ['syntax error', { payload: '{"query": "mutation { obtainToken(input: {APIKey: "}' }, 400, 'parse_error'],
+    ['unknown field', { payload: { query: '{ nope }' } }, 400, 'invalid'],
+    ['no query', { payload: { variables: {} } }, 400, 'required'],
+    ['query not a string', { payload: { query: 42 } }, 400, 'invalid'],
+    ['an undocumented envelope field', { payload: { query: '{ apiVersion }', extra: 1 } }, 400, 'unknown_field'],
+    ['a JSON array', { payload: '[1]' }, 400, 'invalid'],
+    ['unparsable JSON', { payload: '{"query": ' }, 400, 'parse_error'],
+    ['empty JSON body', { payload: '' }, 400, 'parse_error'],
+    ['a non-JSON content type', { payload: 'query { apiVersion }', headers: { 'content-type': 'application/graphql' } }, 415, 'unsupported_media_type'],
+    ['an unknown operation name', { payload: { query: '{ apiVersion }', operationName: 'Nope' } }, 400, 'invalid'],
+    ['variables that do not fit', { payload: { query: 'mutation M($k: String!) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: 5 } } }, 400, 'invalid'],
+  ];
+  for (const [name, { payload, headers }, status, code] of cases) {
+    test(name, async () => {
+      const res = await t.app.inject({
+        method: 'POST', url: '/graphql', payload: payload as string,
+        headers: { 'content-type': 'application/json', ...(headers as Record<string, string> | undefined) },
+      });
+      assert.equal(res.statusCode, status, res.body);
+      const json = res.json();
+      assert.ok(Array.isArray(json.errors) && json.errors.length > 0, res.body);
+      assert.equal(json.errors[0].extensions.code, code, res.body);
+      assert.equal(typeof json.errors[0].message, 'string');
+      assert.equal(json.data, undefined);
+    });
+  }
+
+  test('GET /graphql is 405 with Allow: POST', async () => {
+    const res = await call(t.app, 'GET', '/graphql');
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.allow, 'POST');
+    assert.equal(res.json.code, 'method_not_allowed');
+  });
+});
+
+describe('the REST guard', () => {
+  test('no Authorization header: 401 not_authenticated', async () => {
+    const tenant = await createTenant(t);
+    const res = await probe(undefined, tenant.supplier);
+    assert.equal(res.status, 401);
+    assert.deepEqual(res.json, { detail: 'Authentication credentials were not provided.', code: 'not_authenticated' });
+  });
+
+  test('a bad token or header form: 401 authentication_failed', async () => {
+    const tenant = await createTenant(t);
+    const [header, payload] = tenant.token.split('.');
+    for (const authorization of ['Token nonsense', `Token ${header}.${payload}.AAAA`, `Bearer ${tenant.token}`, 'Token', `token${tenant.token}`]) {
+      const res = await call(t.app, 'GET', `${PROBE}/suppliers/${tenant.supplier}/`, { headers: { authorization } });
+      assert.equal(res.status, 401, authorization);
+      assert.equal(res.json.code, 'authentication_failed');
+      assert.equal(typeof res.json.detail, 'string');
+      assert.deepEqual(Object.keys(res.json).sort(), ['code', 'detail']);
+    }
+  });
+
+  test('an expired token: 401 token_expired; an expired refresh token: token_expired from obtainToken', async () => {
+    const tenant = await createTenant(t);
+    const shortLived = await createTokenService(t.store.db, { ...t.config, tokenTtlSeconds: 1, refreshTokenTtlSeconds: 1 });
+    const pair = await shortLived.obtainWithApiKey(tenant.apiKey);
+    assert.equal((await probe(pair.token, tenant.supplier)).status, 200, 'valid before it expires (and on another service over the store)');
+    await sleep(2100);
+    const res = await probe(pair.token, tenant.supplier);
+    assert.equal(res.status, 401);
+    assert.deepEqual(res.json, { detail: 'The token has expired; obtain a new one.', code: 'token_expired' });
+    assertAuthFailure(await withRefresh(pair.refreshToken), 'token_expired');
+  });
+
+  test('revoking a key cuts off its tokens and refresh tokens; other keys of the organisation go on', async () => {
+    const tenant = await createTenant(t);
+    const other = await admin.createApiKey(t.store.db, tenant.organisation);
+    const otherToken = (await withKey(other.api_key)).json.data.obtainToken.token;
+    const pair = (await withKey(tenant.apiKey)).json.data.obtainToken;
+    assert.equal((await probe(pair.token, tenant.supplier)).status, 200);
+
+    await admin.revokeApiKey(t.store.db, tenant.apiKey.split('.')[0]!);
+    const res = await probe(pair.token, tenant.supplier);
+    assert.equal(res.status, 401);
+    assert.equal(res.json.code, 'authentication_failed');
+    assert.equal((await probe(tenant.token, tenant.supplier)).status, 401);
+    assertAuthFailure(await withRefresh(pair.refreshToken));
+    assertAuthFailure(await withKey(tenant.apiKey));
+    assert.equal((await probe(otherToken, tenant.supplier)).status, 200);
+  });
+
+  test('tokens stay valid across a restart: a new store connection, token service and app accept them', async () => {
+    const tenant = await createTenant(t);
+    // On PostgreSQL this is a second pool, as a restarted or second instance would open; PGlite
+    // in memory cannot be reopened, so the second app shares the store object.
+    const store = t.store.kind === 'postgres' ? await openStore({ databaseUrl: t.config.databaseUrl, poolSize: 2 }) : t.store;
+    const tokens = await createTokenService(store.db, t.config);
+    const app = await buildApp({ config: t.config, store, tokens });
+    addProbeRoutes(app, store.db, tokens);
+    after(async () => {
+      await app.close();
+      if (store !== t.store) await store.close();
+    });
+    const res = await call(app, 'GET', `${PROBE}/suppliers/${tenant.supplier}/`, { token: tenant.token });
+    assert.equal(res.status, 200);
+    const refreshed = await tokens.obtainWithRefreshToken((await t.tokens.obtainWithApiKey(tenant.apiKey)).refreshToken);
+    assert.equal((await probe(refreshed.token, tenant.supplier)).status, 200, 'and the first instance accepts the second one\'s');
+  });
+});
+
+describe('tenancy: another organisation\'s supplier is an unknown supplier', () => {
+  test('GET: 404, the same body as for a code that does not exist', async () => {
+    const mine = await createTenant(t);
+    const theirs = await createTenant(t);
+    const foreign = await probe(mine.token, theirs.supplier);
+    const missing = await probe(mine.token, theirs.supplier.replace('SUP', 'NOPE'));
+    assert.equal(foreign.status, 404);
+    assert.deepEqual(foreign.json, { detail: `No import supplier with code "${theirs.supplier}".`, code: 'not_found' });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.json.detail.replace('NOPE', 'SUP'), foreign.json.detail);
+  });
+
+  test('write: 400 import_supplier_not_found at import_supplier', async () => {
+    const mine = await createTenant(t);
+    const theirs = await createTenant(t);
+    const res = await call(t.app, 'POST', `${PROBE}/suppliers/`, { token: mine.token, body: { import_supplier: theirs.supplier } });
+    assert.equal(res.status, 400);
+    const detail = `No import supplier with code "${theirs.supplier}".`;
+    assert.deepEqual(res.json, {
+      detail, code: 'import_supplier_not_found', errors: [{ detail, code: 'import_supplier_not_found', attr: 'import_supplier' }],
+    });
+    const own = await call(t.app, 'POST', `${PROBE}/suppliers/`, { token: mine.token, body: { import_supplier: mine.supplier } });
+    assert.deepEqual(own.json, { code: mine.supplier });
+  });
+
+  test('a supplier code is case-sensitive', async () => {
+    const tenant = await createTenant(t, {});
+    const code = unique('CaseSup');
+    await admin.createSupplier(t.store.db, code, tenant.organisation);
+    assert.equal((await probe(tenant.token, code)).status, 200);
+    assert.equal((await probe(tenant.token, code.toLowerCase())).status, 404);
+  });
+});
