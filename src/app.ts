@@ -51,6 +51,9 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
   });
+  // Bodies are JSON only (D4): without this, Fastify's built-in text/plain parser would accept a
+  // text body and fail it as a validation error instead of answering 415.
+  app.removeContentTypeParser('text/plain');
 
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
