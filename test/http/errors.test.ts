@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, describe, test } from 'node:test';
+import { pino } from 'pino';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { addProbeRoutes, PROBE } from '../support/probe-routes.ts';
+import { buildTestApp, call, createTenant } from '../support/test-app.ts';
+
+// The error model of D4, wired once for the whole app: every failure is a JSON body with detail and
+// code, whatever the input. Exercised through test-only routes behind the real guard and validator.
+const t = await buildTestApp();
+addProbeRoutes(t.app, t.store.db, t.tokens);
+
+// A second app over the same store with a small body limit and a captured JSON log.
+const logLines: Array<Record<string, unknown>> = [];
+const logStream = new Writable({ write(chunk, _enc, done) { logLines.push(JSON.parse(String(chunk))); done(); } });
+const small = await buildApp({
+  config: loadConfig({ DATABASE_URL: t.config.databaseUrl ?? '', BODY_LIMIT_BYTES: '2048' }),
+  store: t.store, tokens: t.tokens, logger: pino({ level: 'error' }, logStream),
+});
+addProbeRoutes(small, t.store.db, t.tokens);
+after(() => small.close());
+
+const tenant = await createTenant(t);
+const post = (payload: string, headers: Record<string, string> = {}, app = t.app) => app.inject({
+  method: 'POST', url: `${PROBE}/suppliers/`, payload,
+  headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/json', ...headers },
+});
+
+describe('routing errors', () => {
+  test('an unknown path is 404 not_found, with or without a token', async () => {
+    for (const token of [undefined, tenant.token]) {
+      const res = await call(t.app, 'GET', '/v1/data-import/no-such-thing/', token ? { token } : {});
+      assert.equal(res.status, 404);
+      assert.deepEqual(res.json, { detail: 'No route for GET /v1/data-import/no-such-thing/.', code: 'not_found' });
+    }
+  });
+
+  test('a wrong method is 405 method_not_allowed with an Allow header', async () => {
+    const res = await call(t.app, 'DELETE', `${PROBE}/suppliers/`, { token: tenant.token });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.allow, 'POST');
+    assert.deepEqual(res.json, { detail: 'Method "DELETE" not allowed.', code: 'method_not_allowed' });
+    const get = await call(t.app, 'PUT', '/healthz');
+    assert.equal(get.status, 405);
+    assert.match(String(get.headers.allow), /GET/);
+  });
+});
+
+describe('body errors', () => {
+  test('a body over the limit is 413 payload_too_large', async () => {
+    const res = await post(JSON.stringify({ import_supplier: tenant.supplier, pad: 'x'.repeat(3000) }), {}, small);
+    assert.equal(res.statusCode, 413);
+    assert.deepEqual(res.json(), { detail: 'The request body is larger than the limit.', code: 'payload_too_large' });
+    assert.equal((await post(JSON.stringify({ import_supplier: tenant.supplier }), {}, small)).statusCode, 200, 'under the limit it passes');
+  });
+
+  test('a non-JSON content type is 415 unsupported_media_type', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+      const res = await post('import_supplier=x', { 'content-type': type });
+      assert.equal(res.statusCode, 415, type);
+      assert.deepEqual(res.json(), { detail: 'Send the body as application/json.', code: 'unsupported_media_type' });
+    }
+  });
+
+  test('malformed JSON is 400 parse_error', async () => {
+    for (const payload of ['{"import_supplier": ', '{import_supplier: 1}', '{"a": 1}}', '\u0000', '{"__proto__": {"x": 1}}']) {
+      const res = await post(payload);
+      assert.equal(res.statusCode, 400, payload);
+      assert.deepEqual(res.json(), { detail: 'The body is not valid JSON.', code: 'parse_error' }, payload);
+    }
+  });
+
+  test('an empty JSON body is 400 parse_error; no body at all is a validation error', async () => {
+    const res = await post('');
+    assert.equal(res.statusCode, 400);
+    assert.deepEqual(res.json(), { detail: 'The body is empty; send a JSON document.', code: 'parse_error' });
+    const none = await call(t.app, 'POST', `${PROBE}/suppliers/`, { token: tenant.token });
+    assert.equal(none.status, 400);
+    assert.equal(none.json.code, 'invalid');
+    assert.equal(none.json.errors[0].attr, 'non_field_errors');
+  });
+
+  test('authentication is checked before the body: no token and a bad body is 401', async () => {
+    const res = await t.app.inject({ method: 'POST', url: `${PROBE}/suppliers/`, payload: '{bad', headers: { 'content-type': 'application/json' } });
+    assert.equal(res.statusCode, 401);
+    assert.equal(res.json().code, 'not_authenticated');
+  });
+});
+
+describe('validation (strict schema)', () => {
+  test('no coercion, no removal: every error at once, in document order', async () => {
+    const res = await post(JSON.stringify({ extra: 1, import_supplier: 123, count: '5', flag: 'true', nested: { a: 1 } }));
+    assert.equal(res.statusCode, 400);
+    assert.deepEqual(res.json(), {
+      detail: 'The request failed validation.',
+      code: 'invalid',
+      errors: [
+        { detail: 'This field is not part of the documented payload and must not be sent.', code: 'unknown_field', attr: 'extra' },
+        { detail: 'Expected a string.', code: 'invalid', attr: 'import_supplier' },
+        { detail: 'Expected an integer.', code: 'invalid', attr: 'count' },
+        { detail: 'Expected a boolean.', code: 'invalid', attr: 'flag' },
+        { detail: 'This field is not part of the documented payload and must not be sent.', code: 'unknown_field', attr: 'nested' },
+      ],
+    });
+  });
+
+  test('required, null, bounds', async () => {
+    const missing = await post(JSON.stringify({ count: 11 }));
+    assert.deepEqual(missing.json().errors, [
+      { detail: 'Ensure this value is less than or equal to 10.', code: 'max_value', attr: 'count' },
+      { detail: 'This field is required.', code: 'required', attr: 'import_supplier' },
+    ]);
+    const nulls = await post(JSON.stringify({ import_supplier: null, count: -1 }));
+    assert.deepEqual(nulls.json().errors.map((e: { code: string; attr: string }) => [e.attr, e.code]), [['import_supplier', 'null'], ['count', 'min_value']]);
+    const long = await post(JSON.stringify({ import_supplier: 'x'.repeat(65) }));
+    assert.deepEqual(long.json().errors, [{ detail: 'Ensure this field has no more than 64 characters.', code: 'max_length', attr: 'import_supplier' }]);
+  });
+});
+
+describe('unexpected errors', () => {
+  test('a thrown error is 500 internal_error JSON with no stack or message, logged with the request id', async () => {
+    const res = await small.inject({
+      method: 'POST', url: `${PROBE}/boom/`, payload: '{}',
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/json', 'x-request-id': 'req-boom-1' },
+    });
+    assert.equal(res.statusCode, 500);
+    assert.deepEqual(res.json(), { detail: 'An unexpected error occurred. It has been logged with this request id.', code: 'internal_error' });
+    assert.doesNotMatch(res.body, /boom|secret|\.ts|at /);
+    assert.equal(res.headers['x-request-id'], 'req-boom-1');
+    const logged = logLines.find((line) => line.reqId === 'req-boom-1');
+    assert.ok(logged, 'the failure is logged with the request id');
+    assert.match(JSON.stringify(logged.err), /boom/);
+  });
+
+  test('a request id is echoed, or made when absent or unusable', async () => {
+    const given = await call(t.app, 'GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
+    assert.equal(given.headers['x-request-id'], 'abc-123');
+    const made = await call(t.app, 'GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } });
+    assert.match(String(made.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+  });
+});
