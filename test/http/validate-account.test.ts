@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { AccountData, validateAccountData } from '../../src/modules/account-data/account-data.schemas.ts';
+import {
+  AccountData, COVER_MATERIALS, ENERGIZATION_STATUSES, METER_BASES, METER_PHASES, METER_STATUSES, REGISTER_TYPES,
+  SUPPLY_TYPES, validateAccountData,
+} from '../../src/modules/account-data/account-data.schemas.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant } from '../support/test-app.ts';
 
@@ -255,6 +259,12 @@ describe('the account data schema', () => {
     };
     walk(AccountData, '$');
     assert.deepEqual(missing, []);
+  });
+
+  test('docs/validation.md lists every enumeration value', () => {
+    const doc = readFileSync(new globalThis.URL('../../docs/validation.md', import.meta.url), 'utf8');
+    const values = [SUPPLY_TYPES, ENERGIZATION_STATUSES, METER_STATUSES, METER_PHASES, COVER_MATERIALS, METER_BASES, REGISTER_TYPES].flat();
+    assert.deepEqual(values.filter((v) => !doc.includes(`\`${v}\``)), []);
   });
 
   test('never throws and answers valid or field errors, whatever is changed in a payload', () => {

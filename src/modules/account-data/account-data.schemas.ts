@@ -96,7 +96,11 @@ export const AccountData = Type.Object({
   additionalProperties: false,
   'x-error-code': 'account_failed_validation',
   'x-rules': 'account-data',
-  description: 'Account import data (spec 2.3). Every rule, bound and error code: docs/validation.md.',
+  description: 'Account import data (spec 2.3). Required fields are those of D5; every other field may be omitted, '
+    + 'and undocumented fields are `unknown_field`. Cross-field rules: `last_billed_to_date` >= `supply_start_date` '
+    + '(`invalid_date_range`); ELECTRICITY identifiers unique within the payload (`duplicate`); a landline or alternative '
+    + 'number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document '
+    + 'path. Every rule, bound and error code: docs/validation.md.',
 });
 export type AccountData = Static<typeof AccountData>;
 
