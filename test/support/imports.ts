@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { after } from 'node:test';
 import pg from 'pg';
 import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
 import { findSupplierByCode } from '../../src/modules/admin/admin.repository.ts';
@@ -43,9 +45,37 @@ export const onPostgres = Boolean(process.env.DATABASE_URL);
 export const PG_ONLY = onPostgres ? false : 'locks between sessions need PostgreSQL: PGlite has one session (set DATABASE_URL)';
 
 /** A session of its own on the test PostgreSQL, closed by the caller. */
-export async function pgSession(): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+export async function pgSession(url = process.env.DATABASE_URL): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url });
   client.on('error', () => {}); // a terminated session must not crash the test process
   await client.connect();
   return client;
+}
+
+/**
+ * A database of the test's own on the test PostgreSQL server, dropped when the file ends. Advisory
+ * locks are per database, so tests that count concurrency slots are not disturbed by other test
+ * files creating accounts on the shared database at the same time.
+ */
+export async function isolatedDatabaseUrl(): Promise<string> {
+  const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = await pgSession();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  after(async () => {
+    const session = await pgSession();
+    await session.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await session.end();
+  });
+  const url = new URL(process.env.DATABASE_URL!);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
