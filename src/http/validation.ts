@@ -188,7 +188,9 @@ function toFieldError(e: ErrorObject): FieldError | null {
       const tag = String(params.tag);
       return params.error === 'mapping'
         ? { code: 'invalid_choice', detail: `"${String((e.data as Record<string, unknown>)?.[tag])}" is not a valid choice.`, attr: attrOf([...path, tag]) }
-        : { code: 'required', detail: 'This field is required.', attr: attrOf([...path, tag]) };
+        : e.data && typeof e.data === 'object' && tag in e.data
+          ? { code: 'invalid', detail: 'Expected a string.', attr: attrOf([...path, tag]) }
+          : { code: 'required', detail: 'This field is required.', attr: attrOf([...path, tag]) };
     }
     case 'x-rules':
       return { code: String(params.code), detail: e.message ?? 'Invalid.', attr: attrOf(path) };

@@ -163,6 +163,7 @@ const cases: Array<[string, Mutation, Array<[string, string]>]> = [
   }, [['unknown_field', `${ELEC}.tank_size`], ['unknown_field', 'supply_addresses.1.supply_points.1.identifier']]],
   // choices
   ['unknown supply_type', (p) => { elec(p).supply_type = 'GAS'; }, [['invalid_choice', `${ELEC}.supply_type`]]],
+  ['supply_type of the wrong type', (p) => { elec(p).supply_type = 5; }, [['invalid', `${ELEC}.supply_type`]]],
   ['enum values', (p) => {
     elec(p).energization_status = 'ON'; meter(p).status = 'BROKEN'; meter(p).meter_type.phase = 'TWO';
     meter(p).registers[0].register_type = 'KWH';
