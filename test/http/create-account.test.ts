@@ -2,13 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
-import { SLOT_LOCK_SPACE } from '../../src/modules/account-imports/import-locks.repository.ts';
-import {
-  isolatedDatabaseUrl, PG_ONLY, pgSession, PROCESS_URL, processAccount, stage, stageAndCreate, supplierIdOf, waitUntil,
-} from '../support/imports.ts';
+import { PROCESS_URL, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
-import { request, startServer } from '../support/server-process.ts';
-import { buildTestApp, call, createTenant, unique, type TestApp } from '../support/test-app.ts';
+import { buildTestApp, call, createTenant, unique } from '../support/test-app.ts';
 
 const t = await buildTestApp();
 const db = t.store.db;
@@ -234,140 +230,5 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
     assert.deepEqual(res.json, fieldError('supply_point_already_registered', 'supply_addresses.1.supply_points.0.identifier', res.json));
     assert.equal(res.json.detail, `Supply point identifier "${taken.identifier}" is already registered on another account.`);
     assert.equal(await accountOf(tenant.supplier, second.external_account_number), undefined);
-  });
-});
-
-describe('concurrency (D6, spec 8)', () => {
-  test('10 creates of one account at once make exactly one account; the others get a clear 400', async () => {
-    const tenant = await createTenant(t);
-    const payload = await stage(t, tenant);
-    const results = await Promise.all(Array.from({ length: 10 }, () => processAccount(t, tenant, payload.external_account_number)));
-    const created = results.filter((r) => r.status === 201);
-    assert.equal(created.length, 1);
-    for (const loser of results.filter((r) => r.status !== 201)) {
-      assert.equal(loser.status, 400);
-      assert.ok(['account_import_in_progress', 'account_already_imported'].includes(loser.json.code), loser.body);
-      assert.equal(loser.json.errors[0].attr, 'external_account_number');
-    }
-    const accounts = await db.selectFrom('accounts').select('number')
-      .where('external_account_number', '=', payload.external_account_number).execute();
-    assert.deepEqual(accounts, [{ number: created[0]!.json.service_account_number }]);
-  });
-});
-
-// Two instances with PROCESS_CONCURRENCY_LIMIT=2 over one database of their own (advisory locks are
-// per database, so creates of other test files cannot take these slots).
-const url = PG_ONLY ? '' : await isolatedDatabaseUrl();
-const apps = PG_ONLY ? [] : [
-  await buildTestApp({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2' }),
-  await buildTestApp({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2' }),
-];
-
-describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY }, () => {
-  const slotsHeld = async () => {
-    const session = await pgSession(url);
-    try {
-      const { rows } = await session.query(`SELECT count(*)::int AS n FROM pg_locks
-        WHERE locktype = 'advisory' AND granted AND classid = $1::int8::oid AND objsubid = 2
-          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, [SLOT_LOCK_SPACE]);
-      return rows[0].n as number;
-    } finally { await session.end(); }
-  };
-
-  test('past the limit the excess gets 429 with Retry-After, whichever instance it reaches', async () => {
-    const [a, b] = apps as [TestApp, TestApp];
-    const tenant = await createTenant(a);
-    const [p1, p2, p3] = [await stage(a, tenant), await stage(a, tenant), await stage(a, tenant)];
-    const holder = await pgSession(url);
-    try {
-      // Another "instance" holds slot 1, and holds p1's row so that instance a's create of p1 waits
-      // at its last statement while holding slot 2.
-      await holder.query('BEGIN');
-      await holder.query('SELECT pg_advisory_xact_lock($1::int4, 1)', [SLOT_LOCK_SPACE]);
-      await holder.query('SELECT id FROM account_imports WHERE external_account_number = $1 FOR UPDATE', [p1.external_account_number]);
-      const blocked = processAccount(a, tenant, p1.external_account_number);
-      await waitUntil(async () => (await slotsHeld()) === 2, 'the create of p1 holds the second slot');
-
-      for (const [app, payload] of [[b, p2], [a, p3]] as const) {
-        const res = await processAccount(app, tenant, payload.external_account_number);
-        assert.equal(res.status, 429);
-        assert.deepEqual(res.json, { detail: 'More than 2 accounts are being created at once; retry shortly.', code: 'concurrency_limit_exceeded' });
-        assert.equal(res.headers['retry-after'], '2');
-      }
-      await holder.query('COMMIT');
-      assert.equal((await blocked).status, 201);
-      assert.equal((await processAccount(b, tenant, p2.external_account_number)).status, 201);
-    } finally {
-      await holder.end();
-    }
-  });
-
-  test('a burst over two instances never runs more than the limit at once', async () => {
-    const [a, b] = apps as [TestApp, TestApp];
-    const tenant = await createTenant(a);
-    const payloads = await Promise.all(Array.from({ length: 12 }, () => stage(a, tenant)));
-    let max = 0;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) max = Math.max(max, await slotsHeld());
-    })();
-    const results = await Promise.all(payloads.map((p, i) => processAccount(i % 2 ? a : b, tenant, p.external_account_number)));
-    sampling = false;
-    await sampler;
-    assert.ok(max <= 2, `at most 2 slots held at once, saw ${max}`);
-    assert.ok(results.some((r) => r.status === 201));
-    for (const r of results) {
-      assert.ok(r.status === 201 || (r.status === 429 && r.headers['retry-after'] === '2'), `${r.status} ${r.body}`);
-    }
-  });
-
-  test('slots held by a session that is terminated are freed', async () => {
-    const [a, b] = apps as [TestApp, TestApp];
-    const tenant = await createTenant(a);
-    const [p1, p2] = [await stage(a, tenant), await stage(a, tenant)];
-    const killer = await pgSession(url);
-    const holder = await pgSession(url);
-    try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT pg_advisory_xact_lock($1::int4, 1), pg_advisory_xact_lock($1::int4, 2)', [SLOT_LOCK_SPACE]);
-      assert.equal((await processAccount(a, tenant, p1.external_account_number)).status, 429);
-      const { rows: [{ pid }] } = await holder.query('SELECT pg_backend_pid() AS pid');
-      await killer.query('SELECT pg_terminate_backend($1)', [pid]);
-      await waitUntil(async () => (await slotsHeld()) === 0, 'the killed session\'s slots are free');
-      assert.equal((await processAccount(b, tenant, p2.external_account_number)).status, 201);
-      assert.equal((await processAccount(a, tenant, p1.external_account_number)).status, 201);
-    } finally {
-      await holder.end().catch(() => {});
-      await killer.end();
-    }
-  });
-
-  test('an instance killed mid-create frees its slot and leaves no half-created account', async () => {
-    const [a, b] = apps as [TestApp, TestApp];
-    const tenant = await createTenant(a);
-    const p1 = await stage(a, tenant);
-    const server = await startServer({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2', OUTBOX_INTERVAL_MS: '0' });
-    const rowLock = await pgSession(url);
-    try {
-      // The create on the real server waits at its last statement, holding a slot, when it is killed.
-      await rowLock.query('BEGIN');
-      await rowLock.query('SELECT id FROM account_imports WHERE external_account_number = $1 FOR UPDATE', [p1.external_account_number]);
-      const doomed = request(server.url, 'POST', PROCESS_URL, {
-        token: tenant.token, timeoutMs: 15_000,
-        body: { external_account_number: p1.external_account_number, import_supplier_code: tenant.supplier, operations_team_name: tenant.team },
-      });
-      await waitUntil(async () => (await slotsHeld()) === 1, 'the server\'s create holds a slot');
-      await server.kill();
-      assert.ok((await doomed).status <= 0, 'the killed server never answered');
-      // Its session ends as soon as PostgreSQL next talks to the dead client: here, once the row is free.
-      await rowLock.query('ROLLBACK');
-      await waitUntil(async () => (await slotsHeld()) === 0, 'the killed instance\'s slot is free');
-      const account = await a.store.db.selectFrom('accounts').select('id').where('external_account_number', '=', p1.external_account_number).execute();
-      assert.equal(account.length, 0, 'no half-created account');
-      assert.equal((await processAccount(b, tenant, p1.external_account_number)).status, 201);
-    } finally {
-      await rowLock.end();
-      await server.kill();
-    }
   });
 });
