@@ -1,0 +1,59 @@
+// What a run measures, from the environment. Defaults are the issue's figures; BENCH_QUICK=1 is a
+// ~2-minute smoke run of the same code paths.
+export type BenchStore = 'postgres' | 'pglite';
+
+export interface BenchConfig {
+  readonly quick: boolean;
+  /** Measured seconds per load row (a short warm-up comes first). */
+  readonly seconds: number;
+  /** Each ratio row alternates baseline and service this many times (noise on a shared machine). */
+  readonly rounds: number;
+  readonly warmupSeconds: number;
+  /** Accounts of the one supplier behind the list and status rows, per store. */
+  readonly accounts: Record<BenchStore, number>;
+  readonly stores: readonly BenchStore[];
+  /** Rows to run (validate, staging, create, transactions, lists, status); all when unset. */
+  readonly only: ReadonlySet<string> | undefined;
+  readonly adminUrl: string;
+  readonly cpuProfile: boolean;
+  readonly logLevel: string;
+  readonly writeDoc: boolean;
+  readonly connections: { validate: number; staging: number; create: number; transactions: number; pages: number; status: number };
+}
+
+const int = (name: string, fallback: number): number => {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw.replaceAll('_', ''));
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive whole number, got "${raw}"`);
+  return value;
+};
+
+export function loadBenchConfig(): BenchConfig {
+  const quick = ['1', 'true', 'yes'].includes((process.env.BENCH_QUICK ?? '').toLowerCase());
+  const accounts = int('BENCH_ACCOUNTS', quick ? 50_000 : 1_000_000);
+  const stores = (process.env.BENCH_STORES ?? 'postgres,pglite').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const s of stores) if (s !== 'postgres' && s !== 'pglite') throw new Error(`BENCH_STORES: unknown store "${s}"`);
+  const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
+  return Object.freeze({
+    quick,
+    seconds: int('BENCH_SECONDS', quick ? 3 : 12),
+    rounds: int('BENCH_ROUNDS', quick ? 1 : 3),
+    warmupSeconds: int('BENCH_WARMUP_SECONDS', quick ? 1 : 2),
+    accounts: { postgres: accounts, pglite: int('BENCH_PGLITE_ACCOUNTS', accounts) },
+    stores: stores as BenchStore[],
+    only,
+    adminUrl: process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    cpuProfile: process.env.BENCH_CPU_PROF === '1',
+    logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
+    writeDoc: process.env.BENCH_WRITE_DOC !== '0',
+    connections: {
+      validate: int('BENCH_CONNECTIONS', 20),
+      staging: int('BENCH_CONNECTIONS', 20),
+      create: 40,
+      transactions: int('BENCH_TX_CONNECTIONS', 8),
+      pages: int('BENCH_PAGE_CONNECTIONS', 10),
+      status: 50,
+    },
+  });
+}

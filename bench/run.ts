@@ -1,0 +1,124 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { loadBenchConfig, type BenchStore } from './config.ts';
+import { loadPayloadFactory } from './lib/account-payload.ts';
+import { ROOT, startServer, type Server } from './lib/proc.ts';
+import { markdownTable, type Row } from './lib/report.ts';
+import { dropDatabases, freshTarget, provision, serviceEnv } from './lib/setup.ts';
+import { log, type Ctx } from './scenarios/context.ts';
+import { lists, seedBigSupplier, status } from './scenarios/reads.ts';
+import { createAccounts, notRun, staging, transactions, validateAccount } from './scenarios/writes.ts';
+
+// `npm run bench`: for each store, a fresh database, the service and a bare echo server as separate
+// processes, then every row against its baseline measured in the same run. Prints the table and
+// writes docs/performance.md (BENCH_QUICK=1 writes .bench-data/performance-quick.md instead).
+const cfg = loadBenchConfig();
+const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
+const workDir = join(ROOT, '.bench-data', stamp);
+mkdirSync(workDir, { recursive: true });
+const profileDir = cfg.cpuProfile ? join(workDir, 'profiles') : undefined;
+const { factory, source: payloadSource } = await loadPayloadFactory();
+const rows: Row[] = [];
+const wants = (name: string) => !cfg.only || cfg.only.has(name);
+const started = Date.now();
+
+for (const store of cfg.stores) {
+  await runStore(store).catch((error: Error) => {
+    log(`${store}: run failed: ${error.stack ?? error.message}`);
+    rows.push({ store, what: 'run', service: {}, target: '', pass: false, note: `run failed: ${error.message.split('\n')[0]}` });
+  });
+}
+
+async function runStore(store: BenchStore): Promise<void> {
+  const name = `bench_${stamp}_${store === 'postgres' ? 'pg' : 'lite'}`;
+  const target = await freshTarget(store, cfg.adminUrl, name);
+  const raw = await freshTarget(store, cfg.adminUrl, `${name}_raw`);
+  log(`${store}: provisioning ${JSON.stringify(target.env)}`);
+  const tenant = await provision(target);
+  const rawTenant = await provision(raw);
+  const startService = () => startServer({ name: `service-${store}`, script: 'src/main.ts', env: serviceEnv(target, cfg.logLevel), logDir: workDir, cpuProfileDir: profileDir, readyPath: '/readyz' });
+  let server: Server = await startService();
+  const echo = await startServer({ name: 'echo', script: 'bench/baselines/echo-server.ts', env: {}, logDir: workDir });
+  log(`${store}: service pid ${server.pid} at ${server.url}; echo pid ${echo.pid}`);
+  const ctx: Ctx = {
+    cfg, store, target, tenant, raw: raw.raw, rawTenant, factory, echo, rows, staged: undefined, created: [],
+    headers: { authorization: `Token ${tenant.token}` },
+    server: () => server,
+    async restart(work) {
+      await server.stop();
+      await work();
+      server = await startService();
+    },
+  };
+  const step = async (name: string, what: string, work: () => Promise<void>) => {
+    if (!wants(name)) return;
+    try { await work(); } catch (error) {
+      log(`${store}: ${what} failed: ${(error as Error).stack}`);
+      notRun(ctx, what, '', `failed: ${(error as Error).message.split('\n')[0]}`);
+    }
+  };
+  try {
+    await step('validate', 'validate-account', () => validateAccount(ctx));
+    await step('staging', 'staging', () => staging(ctx));
+    await step('create', 'create account', () => createAccounts(ctx));
+    await step('transactions', 'transactions', () => transactions(ctx));
+    if (wants('lists') || wants('status')) {
+      const accounts = cfg.accounts[store];
+      await step('lists', 'seed', () => seedBigSupplier(ctx, accounts));
+      await step('lists', 'lists', () => lists(ctx, accounts));
+      await step('status', 'status', () => status(ctx, accounts));
+    }
+  } finally {
+    await server.stop();
+    await echo.stop();
+    if (process.env.BENCH_KEEP !== '1') {
+      if (store === 'postgres') await dropDatabases(cfg.adminUrl, [name, `${name}_raw`]);
+      for (const t of [target, raw]) if (t.env.DATA_DIR) rmSync(t.env.DATA_DIR, { recursive: true, force: true });
+    }
+  }
+}
+
+const sh = (cmd: string, args: string[]) => { try { return execFileSync(cmd, args, { encoding: 'utf8' }).trim(); } catch { return '?'; } };
+const command = `${Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_')).map(([k, v]) => `${k}=${v} `).join('')}npm run bench`;
+const machine = [
+  `- CPU: ${sh('nproc', [])} cores (\`nproc\`), ${cpus()[0]?.model ?? '?'}`,
+  `- Memory (\`free -m\`):\n\n\`\`\`\n${sh('free', ['-m'])}\n\`\`\``,
+  `- Node ${process.version}; ${sh('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-Atc', 'select version()']).split(' on ')[0]}; PGlite ${JSON.parse(readFileSync(join(ROOT, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')).version}`,
+].join('\n');
+const table = markdownTable(rows);
+const minutes = ((Date.now() - started) / 60000).toFixed(1);
+const findingsFile = join(ROOT, 'bench/findings.md');
+const findings = existsSync(findingsFile) ? readFileSync(findingsFile, 'utf8').trim() : '';
+const methodFile = join(ROOT, 'bench/method.md');
+const method = existsSync(methodFile) ? readFileSync(methodFile, 'utf8').trim() : '';
+
+const doc = `# Performance
+
+Generated by \`npm run bench\` (bench/run.ts); the method and the findings come from bench/method.md
+and bench/findings.md. Every ratio compares the service with a baseline measured in the same run on
+the same machine, so it means something on any machine; absolute figures are given beside it.
+
+- Command: \`${command}\`
+- Date: ${new Date().toISOString().replace('T', ' ').slice(0, 16)} UTC; run took ${minutes} min
+- Seconds per measured row: ${cfg.seconds} (after ${cfg.warmupSeconds} s of warm-up); accounts behind the list and status rows: ${cfg.stores.map((s) => `${s} ${cfg.accounts[s].toLocaleString('en-GB')}`).join(', ')}
+- Account payloads: ${payloadSource}
+${machine}
+
+## Results
+
+${table}
+
+${method}
+
+${findings}
+`;
+process.stdout.write(`\n${table}\n\n`);
+const out = cfg.quick ? join(ROOT, '.bench-data/performance-quick.md') : join(ROOT, 'docs/performance.md');
+if (cfg.writeDoc) {
+  writeFileSync(out, doc);
+  log(`wrote ${out} (${minutes} min)`);
+}
+const missed = rows.filter((r) => r.pass === false).length;
+log(`${rows.filter((r) => r.pass).length} pass, ${missed} miss, ${rows.filter((r) => r.pass === null).length} not run`);

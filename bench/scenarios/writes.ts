@@ -1,0 +1,104 @@
+import type { LoopResult } from '../baselines/raw-db.ts';
+import { accountTemplates, MARK } from '../lib/account-payload.ts';
+import { runLoad, type LoadSpec } from '../lib/load.ts';
+import { runJsonChild } from '../lib/proc.ts';
+import { ratioRow } from '../lib/report.ts';
+import { transactionsBody } from '../lib/transactions-payload.ts';
+import { log, routeExists, V1, type Ctx } from './context.ts';
+import { fromLoadRound, fromLoopRound, paired, type Side } from './paired.ts';
+
+// validate-account, staging, account creation and transactions: each the service under load
+// against its baseline at the same concurrency, alternating in rounds (paired.ts).
+const TEMPLATES = 50;
+const RESTAGE_SET = 1000;
+
+/** The service (or the echo server) under autocannon from a separate process. */
+const http = (ctx: Ctx, url: () => string, connections: number, source: (start: number) => LoadSpec['source']): Side =>
+  async (seconds, warmupSeconds, start) => fromLoadRound(await runLoad({ url: url(), connections, seconds, warmupSeconds, headers: ctx.headers, source: source(start) }));
+
+/** A raw baseline script in a separate process. */
+const raw = (script: string, connections: number, input: Record<string, unknown>): Side =>
+  async (seconds, warmupSeconds, start) => fromLoopRound(await runJsonChild<LoopResult>(script, { ...input, connections, seconds, warmupSeconds, start }));
+
+export async function validateAccount(ctx: Ctx): Promise<void> {
+  const path = `${V1}/validate-account/`;
+  if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, 'validate-account', '≥ 60% of baseline', 'endpoint not built yet');
+  const c = ctx.cfg.connections.validate;
+  const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'V', TEMPLATES);
+  log(`${ctx.store}: validate-account vs a bare Fastify echo, ${c} connections, ${ctx.cfg.rounds} rounds`);
+  const source = (p: string) => (start: number) => ({ kind: 'template' as const, method: 'POST' as const, path: p, templates, start });
+  const r = await paired(ctx, http(ctx, () => ctx.echo.url, c, source('/echo')), http(ctx, () => ctx.server().url, c, source(path)));
+  ctx.rows.push(ratioRow({
+    store: ctx.store, what: 'validate-account', connections: c, service: r.service,
+    baseline: { label: 'bare Fastify echo', ...r.baseline }, target: '≥ 60% of baseline',
+    note: `body ${(templates[0]!.join('1').length / 1024).toFixed(1)} KB`,
+  }, 0.6));
+}
+
+export async function staging(ctx: Ctx): Promise<void> {
+  const path = `${V1}/account-import-process/create-or-update/`;
+  if (!(await routeExists(ctx, 'POST', path))) {
+    notRun(ctx, 'stage (new)', '≥ 70% of baseline', 'endpoint not built yet');
+    return notRun(ctx, 're-stage', '≥ 70% of baseline', 'endpoint not built yet');
+  }
+  const c = ctx.cfg.connections.staging;
+  const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'S', TEMPLATES);
+  const rawInput = { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, templates };
+  const service = (cycle?: number) => http(ctx, () => ctx.server().url, c, (start) => ({ kind: 'template', method: 'POST', path, templates, start, ...(cycle ? { cycle } : {}) }));
+  log(`${ctx.store}: stage (new) vs raw INSERT … ON CONFLICT, ${c} connections`);
+  const fresh = await paired(ctx, raw('bench/baselines/raw-stage.ts', c, rawInput), service());
+  ctx.rows.push(ratioRow({ store: ctx.store, what: 'stage (new)', connections: c, service: fresh.service,
+    baseline: { label: 'raw INSERT … ON CONFLICT', ...fresh.baseline }, target: '≥ 70% of baseline' }, 0.7));
+
+  // Accounts [0, cycle) are re-staged; the rest (less the last few, maybe never sent) are created later.
+  const sent = Math.max(0, fresh.service.next - 2 * c);
+  const cycle = Math.max(1, Math.min(RESTAGE_SET, Math.floor(sent / 2)));
+  ctx.staged = { prefix: 'S', from: cycle, to: sent };
+  log(`${ctx.store}: re-stage of a set of ${cycle} accounts`);
+  const again = await paired(ctx, raw('bench/baselines/raw-stage.ts', c, { ...rawInput, cycle }), service(cycle));
+  ctx.rows.push(ratioRow({ store: ctx.store, what: 're-stage', connections: c, service: again.service,
+    baseline: { label: 'raw INSERT … ON CONFLICT', ...again.baseline }, target: '≥ 70% of baseline', note: `a set of ${cycle} accounts` }, 0.7));
+}
+
+export async function createAccounts(ctx: Ctx): Promise<void> {
+  const path = `${V1}/account-import-process/process/`;
+  const what = 'create account';
+  if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, what, '≥ 50% of baseline', 'endpoint not built yet');
+  if (!ctx.staged || ctx.staged.to <= ctx.staged.from) return notRun(ctx, what, '≥ 50% of baseline', 'nothing staged to create');
+  const c = ctx.cfg.connections.create;
+  const { prefix, from, to } = ctx.staged;
+  const externals = Array.from({ length: to - from }, (_, i) => `${prefix}-${from + i}`);
+  const bodies = externals.map((external) => JSON.stringify({
+    external_account_number: external, import_supplier_code: ctx.tenant.supplier, operations_team_name: ctx.tenant.team,
+  }));
+  log(`${ctx.store}: create account vs raw SQL (one transaction per account), ${c} concurrent, ${bodies.length} staged accounts`);
+  const r = await paired(ctx,
+    raw('bench/baselines/raw-create.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId }),
+    http(ctx, () => ctx.server().url, c, (start) => ({ kind: 'bodies', method: 'POST', path, bodies, start })));
+  ctx.created = externals.slice(0, 16);
+  ctx.rows.push(ratioRow({ store: ctx.store, what, connections: c, service: r.service,
+    baseline: { label: 'raw SQL, 1 tx/account', ...r.baseline }, target: '≥ 50% of baseline; p99 reported',
+    note: r.service.next >= bodies.length ? 'ran out of staged accounts' : undefined }, 0.5));
+}
+
+export async function transactions(ctx: Ctx): Promise<void> {
+  const path = `${V1}/transactions/create/`;
+  const what = 'transactions, batches of 500';
+  if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, what, '≥ 50% of baseline', 'endpoint not built yet');
+  if (ctx.created.length === 0) return notRun(ctx, what, '≥ 50% of baseline', 'no created accounts to import onto');
+  const c = ctx.cfg.connections.transactions;
+  const marker = JSON.stringify(MARK).slice(1, -1);
+  const templates = ctx.created.map((external) => JSON.stringify(transactionsBody(ctx.tenant.supplier, external, 500, MARK)).split(marker));
+  log(`${ctx.store}: transactions (batches of 500 onto ${templates.length} accounts) vs raw multi-row INSERT, ${c} connections`);
+  const r = await paired(ctx,
+    raw('bench/baselines/raw-transactions.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, templates }),
+    http(ctx, () => ctx.server().url, c, (start) => ({ kind: 'template', method: 'POST', path, templates, start })));
+  ctx.rows.push(ratioRow({ store: ctx.store, what, connections: c, service: r.service,
+    baseline: { label: 'raw multi-row INSERT', ...r.baseline }, target: '≥ 50% of baseline',
+    note: `body ${(templates[0]!.join('1').length / 1024).toFixed(0)} KB; req/s = batches/s` }, 0.5));
+}
+
+export function notRun(ctx: Ctx, what: string, target: string, note: string): void {
+  log(`${ctx.store}: ${what}: not run (${note})`);
+  ctx.rows.push({ store: ctx.store, what, service: {}, target, pass: null, note });
+}
