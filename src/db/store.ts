@@ -44,6 +44,9 @@ async function openPostgres(url: string, poolSize: number): Promise<Store> {
   });
   // An idle client losing its server (a restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // Likewise for a checked-out client whose session is terminated mid-query: the query's promise
+  // rejects (and becomes a 503), but the client's own 'error' event must not crash the process.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kind: 'postgres',
