@@ -52,7 +52,7 @@ export function loadBenchConfig(): BenchConfig {
       staging: int('BENCH_CONNECTIONS', 20),
       create: 40,
       transactions: int('BENCH_TX_CONNECTIONS', 8),
-      pages: int('BENCH_PAGE_CONNECTIONS', 10),
+      pages: int('BENCH_PAGE_CONNECTIONS', 1),
       status: 50,
     },
   });

@@ -4,7 +4,7 @@ import { openRaw, runLoops, type Query, type RawTarget } from './raw-db.ts';
 
 // Account-creation baseline: for each staged account, one transaction that reads the staged data
 // and inserts the same rows the service makes (migrations/002: account, customers, supply addresses,
-// supply points, agreements, meters, registers, transfer readings, the attempt record), level by
+// supply points, agreements, meters, registers, transfer readings, notes, the attempt record), level by
 // level with multi-row INSERTs. No validation, no HTTP: the floor the service is measured against.
 interface Input { target: RawTarget; supplierId: number; teamId: number; connections: number; seconds: number; warmupSeconds: number }
 
@@ -65,6 +65,9 @@ async function createAccount(q: Query, input: Input, external: string): Promise<
   await insertMany(q, 'registers', ['meter_id', 'position', 'register_type', 'whole_digits', 'decimal_digits', 'active_from', 'multiplier'],
     meters.flatMap(({ m }, mi) => ((m.registers ?? []) as Obj[]).map((r, i) => [meterIds[mi], i, r.register_type, r.whole_digits ?? null,
       r.decimal_digits ?? null, r.active_from ?? null, r.multiplier ?? null])));
+  await insertMany(q, 'notes', ['account_id', 'body', 'document_paths', 'created_at', 'is_pinned', 'unpin_at'],
+    ((d.notes ?? []) as Obj[]).map((n) => [accountId, n.body ?? null, json(n.document_paths ?? []), n.created_at ?? startedAt,
+      n.is_pinned ?? false, n.unpin_at ?? null]));
   await q('UPDATE account_imports SET account_id = $1 WHERE id = $2', [accountId, staged.id]);
   await q(`INSERT INTO create_attempts (supplier_id, external_account_number, dry_run, outcome, started_at) VALUES ($1, $2, false, 'created', $3)`,
     [input.supplierId, external, startedAt]);
