@@ -51,7 +51,7 @@ export function accountPayload(supplier: string, ext = `EXT-${id()}`, options: {
     ],
     ledgers: [],
     statements: [],
-    notes: [{ body: 'Prefers email.', created_at: '2024-01-05T10:00:00Z' }],
+    notes: [{ body: 'Prefers email.', created_at: '2024-01-05T10:00:00Z', document_paths: [{ document_path: 'letters/welcome.pdf' }] }],
     unknown_occupier: false,
   };
 }
@@ -59,7 +59,7 @@ export function accountPayload(supplier: string, ext = `EXT-${id()}`, options: {
 export const processBody = (supplier: string, ext: string, team: string, dryRun?: boolean): Body =>
   ({ external_account_number: ext, import_supplier_code: supplier, operations_team_name: team, ...(dryRun === undefined ? {} : { dry_run: dryRun }) });
 
-export const notesBody = (supplier: string, ext: string, notes: Body[] = [{ body: `Note ${id()}` }]): Body =>
+export const notesBody = (supplier: string, ext: string, notes: Body[] = [{ body: `Note ${id()}`, document_paths: [{ document_path: 'letters/a.pdf' }] }]): Body =>
   ({ import_supplier: supplier, external_account_number: ext, notes });
 
 export const transaction = (transactionId = `T-${id()}`, extra: Body = {}): Body =>

@@ -243,3 +243,41 @@ export function errorShapeProblem(status: number, contentType: string | undefine
   }
   return null;
 }
+
+/**
+ * Every array present in `value` whose schema sets a positive maxItems, with its path: one per
+ * place in the schema (the first item that has it), so items of every union branch are covered.
+ */
+export function boundedArrays(schema: Schema, value: unknown): Array<{ path: Array<string | number>; max: number }> {
+  const seen = new Set<string>();
+  return arraysIn(schema, value).filter(({ path }) => {
+    const key = path.map((p) => (typeof p === 'number' ? '*' : p)).join('.');
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+}
+
+function arraysIn(schema: Schema, value: unknown, path: Array<string | number> = []): Array<{ path: Array<string | number>; max: number }> {
+  if (!schema || typeof schema !== 'object') return [];
+  const branches = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
+  if (branches?.length) {
+    // The branch whose constant fields (a discriminator such as supply_type) match the value.
+    const fits = (b: Schema) => Object.entries((b.properties ?? {}) as Record<string, Schema>)
+      .every(([k, s]) => {
+        const only = 'const' in s ? s.const : Array.isArray(s.enum) && s.enum.length === 1 ? s.enum[0] : undefined;
+        return only === undefined || (value as Record<string, unknown>)?.[k] === only;
+      });
+    const branch = branches.find(fits);
+    return branch ? arraysIn(branch, value, path) : [];
+  }
+  const out: Array<{ path: Array<string | number>; max: number }> = [];
+  if (Array.isArray(value)) {
+    if (typeof schema.maxItems === 'number' && schema.maxItems > 0) out.push({ path, max: schema.maxItems });
+    if (schema.items) value.forEach((item, i) => out.push(...arraysIn(schema.items, item, [...path, i])));
+  } else if (value && typeof value === 'object' && schema.properties) {
+    for (const [k, v] of Object.entries(value)) {
+      const child = (schema.properties as Record<string, Schema>)[k];
+      if (child) out.push(...arraysIn(child, v, [...path, k]));
+    }
+  }
+  return out;
+}
