@@ -17,7 +17,7 @@ describe('kill -9 in the middle of creates', { skip }, () => {
   const servers: ServerProcess[] = [];
   after(async () => { for (const s of servers) await s.kill(); });
 
-  test(`${ROUNDS} rounds of kill and restart leave every account whole and every status true`, async () => {
+  test(`${ROUNDS} rounds of kill and restart leave every account whole and every status true`, async (ctx) => {
     const h = await openHarness(url!);
     after(() => h.close());
     const db = h.t.store.db;
@@ -66,6 +66,7 @@ describe('kill -9 in the middle of creates', { skip }, () => {
         assert.deepEqual([status.json.status, status.json.service_account_number], number ? ['COMPLETED', number] : ['UNKNOWN', ''], ext);
       }
       const killedMidway = answers.filter((a) => a.status === -1).length;
+      ctx.diagnostic(`round ${round}: ${answers.filter((a) => a.status === 201).length} created before the kill, ${killedMidway} cut off, ${accounts.size} accounts exist`);
       assert.ok(killedMidway > 0, `round ${round}: the kill landed while creates were running`);
       const all = await sessionsOf(db, APP);
       assert.equal(all.advisoryLocks, 0, `round ${round}: no advisory lock is left held`);
