@@ -106,3 +106,11 @@ export function childInput<T>(): T {
   if (!file) throw new Error('run this script through bench/run.ts (BENCH_INPUT_FILE is not set)');
   return JSON.parse(readFileSync(file, 'utf8')) as T;
 }
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat (Linux, 100 Hz ticks). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}

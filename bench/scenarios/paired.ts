@@ -5,7 +5,7 @@ import type { Ctx } from './context.ts';
 
 // A ratio row measures baseline and service alternately, BENCH_ROUNDS times, each round a share of
 // BENCH_SECONDS: on a shared machine the load of the neighbours then weighs on both sides alike.
-export interface Round { ok: number; seconds: number; p50: number; p99: number; non2xx: number; errors: number; codes: Record<string, number>; next: number }
+export interface Round { cpuMs?: number | undefined; ok: number; seconds: number; p50: number; p99: number; non2xx: number; errors: number; codes: Record<string, number>; next: number }
 export type Side = (seconds: number, warmupSeconds: number, start: number) => Promise<Round>;
 
 export const fromLoadRound = (r: LoadResult): Round => ({
@@ -24,8 +24,11 @@ function combine(rounds: Round[]): Figures & { next: number } {
   const codes: Record<string, number> = {};
   for (const r of rounds) for (const [k, v] of Object.entries(r.codes)) codes[k] = (codes[k] ?? 0) + v;
   const seconds = rounds.reduce((a, r) => a + r.seconds, 0);
+  const cpu = rounds.every((r) => r.cpuMs !== undefined) ? rounds.reduce((a, r) => a + r.cpuMs!, 0) : undefined;
+  const ok = rounds.reduce((a, r) => a + r.ok, 0);
   return {
-    rps: rounds.reduce((a, r) => a + r.ok, 0) / seconds,
+    rps: ok / seconds,
+    cpuMsPerRequest: cpu === undefined || ok === 0 ? undefined : cpu / ok,
     p50: median(rounds.map((r) => r.p50)),
     p99: median(rounds.map((r) => r.p99)),
     non2xx: rounds.reduce((a, r) => a + r.non2xx, 0),

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runLoad } from '../lib/load.ts';
-import { rssBytes } from '../lib/proc.ts';
+import { cpuSeconds, rssBytes } from '../lib/proc.ts';
 import type { Row } from '../lib/report.ts';
 import { fromLoad, log, routeExists, V1, type Ctx } from './context.ts';
 import { notRun } from './writes.ts';
@@ -116,10 +116,12 @@ async function keysetPages(ctx: Ctx, what: string, path: string): Promise<Row> {
   log(`${ctx.store}: keyset pages of 1,000 (${what}), ${paths.length} distinct pages, ${c} connections`);
   if (paths.length < 2) log(`${ctx.store}: no Link rel="next" on ${path}?page_size=1000: paging not implemented?`);
   const shuffled = paths.map((p) => [Math.random(), p] as const).sort((a, b) => a[0] - b[0]).map(([, p]) => p);
+  const cpu = cpuSeconds(server.pid);
   const result = await runLoad({ url: server.url, connections: c, seconds: ctx.cfg.seconds, warmupSeconds: ctx.cfg.warmupSeconds,
     headers: ctx.headers, source: { kind: 'paths', method: 'GET', paths: shuffled } });
   const clean = result.non2xx === 0 && result.errors === 0 && paths.length >= 2;
-  return { store: ctx.store, what: `list ${what}: keyset page of 1,000`, connections: c, service: fromLoad(result),
+  const cpuMsPerRequest = ((cpuSeconds(server.pid) - cpu) * 1000) / Math.max(1, result.ok);
+  return { store: ctx.store, what: `list ${what}: keyset page of 1,000`, connections: c, service: { ...fromLoad(result), cpuMsPerRequest },
     target: 'p99 < 50 ms', pass: clean && result.latencyMs.p99 < 50, note: `${paths.length} distinct pages` };
 }
 
@@ -129,8 +131,10 @@ export async function status(ctx: Ctx, accounts: number): Promise<void> {
   const c = ctx.cfg.connections.status;
   const paths = Array.from({ length: 20_000 }, () => `${prefix}${bigExternal(1 + Math.floor(Math.random() * accounts))}/`);
   log(`${ctx.store}: status at ${accounts.toLocaleString('en-GB')} accounts, ${c} connections`);
+  const cpu = cpuSeconds(ctx.server().pid);
   const result = await runLoad({ url: ctx.server().url, connections: c, seconds: ctx.cfg.seconds, warmupSeconds: ctx.cfg.warmupSeconds,
     headers: ctx.headers, source: { kind: 'paths', method: 'GET', paths } });
-  ctx.rows.push({ store: ctx.store, what: 'status (half imported, half pending)', connections: c, service: fromLoad(result),
+  const cpuMsPerRequest = ((cpuSeconds(ctx.server().pid) - cpu) * 1000) / Math.max(1, result.ok);
+  ctx.rows.push({ store: ctx.store, what: 'status (half imported, half pending)', connections: c, service: { ...fromLoad(result), cpuMsPerRequest },
     target: 'p99 < 10 ms', pass: result.non2xx === 0 && result.errors === 0 && result.latencyMs.p99 < 10 });
 }

@@ -1,7 +1,7 @@
 import type { LoopResult } from '../baselines/raw-db.ts';
 import { accountTemplates, MARK } from '../lib/account-payload.ts';
 import { runLoad, type LoadSpec } from '../lib/load.ts';
-import { runJsonChild } from '../lib/proc.ts';
+import { cpuSeconds, runJsonChild, type Server } from '../lib/proc.ts';
 import { ratioRow } from '../lib/report.ts';
 import { transactionsBody } from '../lib/transactions-payload.ts';
 import { log, routeExists, V1, type Ctx } from './context.ts';
@@ -12,9 +12,20 @@ import { fromLoadRound, fromLoopRound, paired, type Side } from './paired.ts';
 const TEMPLATES = 50;
 const RESTAGE_SET = 1000;
 
-/** The service (or the echo server) under autocannon from a separate process. */
-const http = (ctx: Ctx, url: () => string, connections: number, source: (start: number) => LoadSpec['source']): Side =>
-  async (seconds, warmupSeconds, start) => fromLoadRound(await runLoad({ url: url(), connections, seconds, warmupSeconds, headers: ctx.headers, source: source(start) }));
+/**
+ * The service (or the echo server) under autocannon from a separate process. The server's own CPU
+ * time per answer is taken too: unlike req/s it hardly moves when neighbours load the machine.
+ */
+const http = (ctx: Ctx, server: () => Server, connections: number, source: (start: number) => LoadSpec['source']): Side =>
+  async (seconds, warmupSeconds, start) => {
+    const { pid, url } = server();
+    const spec = { url, connections, headers: ctx.headers, source: source(start) };
+    let next = start;
+    if (warmupSeconds > 0) next = (await runLoad({ ...spec, seconds: warmupSeconds, warmupSeconds: 0 })).next;
+    const before = cpuSeconds(pid);
+    const result = await runLoad({ ...spec, source: source(next), seconds, warmupSeconds: 0 });
+    return { ...fromLoadRound(result), cpuMs: (cpuSeconds(pid) - before) * 1000 };
+  };
 
 /** A raw baseline script in a separate process. */
 const raw = (script: string, connections: number, input: Record<string, unknown>): Side =>
@@ -27,7 +38,7 @@ export async function validateAccount(ctx: Ctx): Promise<void> {
   const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'V', TEMPLATES);
   log(`${ctx.store}: validate-account vs a bare Fastify echo, ${c} connections, ${ctx.cfg.rounds} rounds`);
   const source = (p: string) => (start: number) => ({ kind: 'template' as const, method: 'POST' as const, path: p, templates, start });
-  const r = await paired(ctx, http(ctx, () => ctx.echo.url, c, source('/echo')), http(ctx, () => ctx.server().url, c, source(path)));
+  const r = await paired(ctx, http(ctx, () => ctx.echo, c, source('/echo')), http(ctx, () => ctx.server(), c, source(path)));
   ctx.rows.push(ratioRow({
     store: ctx.store, what: 'validate-account', connections: c, service: r.service,
     baseline: { label: 'bare Fastify echo', ...r.baseline }, target: '≥ 60% of baseline',
@@ -44,7 +55,7 @@ export async function staging(ctx: Ctx): Promise<void> {
   const c = ctx.cfg.connections.staging;
   const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'S', TEMPLATES);
   const rawInput = { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, templates };
-  const service = (cycle?: number) => http(ctx, () => ctx.server().url, c, (start) => ({ kind: 'template', method: 'POST', path, templates, start, ...(cycle ? { cycle } : {}) }));
+  const service = (cycle?: number) => http(ctx, () => ctx.server(), c, (start) => ({ kind: 'template', method: 'POST', path, templates, start, ...(cycle ? { cycle } : {}) }));
   log(`${ctx.store}: stage (new) vs raw INSERT … ON CONFLICT, ${c} connections`);
   const fresh = await paired(ctx, raw('bench/baselines/raw-stage.ts', c, rawInput), service());
   ctx.rows.push(ratioRow({ store: ctx.store, what: 'stage (new)', connections: c, service: fresh.service,
@@ -74,7 +85,7 @@ export async function createAccounts(ctx: Ctx): Promise<void> {
   log(`${ctx.store}: create account vs raw SQL (one transaction per account), ${c} concurrent, ${bodies.length} staged accounts`);
   const r = await paired(ctx,
     raw('bench/baselines/raw-create.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId }),
-    http(ctx, () => ctx.server().url, c, (start) => ({ kind: 'bodies', method: 'POST', path, bodies, start })));
+    http(ctx, () => ctx.server(), c, (start) => ({ kind: 'bodies', method: 'POST', path, bodies, start })));
   ctx.created = externals.slice(0, 16);
   ctx.rows.push(ratioRow({ store: ctx.store, what, connections: c, service: r.service,
     baseline: { label: 'raw SQL, 1 tx/account', ...r.baseline }, target: '≥ 50% of baseline; p99 reported',
@@ -92,7 +103,7 @@ export async function transactions(ctx: Ctx): Promise<void> {
   log(`${ctx.store}: transactions (batches of 500 onto ${templates.length} accounts) vs raw multi-row INSERT, ${c} connections`);
   const r = await paired(ctx,
     raw('bench/baselines/raw-transactions.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, templates }),
-    http(ctx, () => ctx.server().url, c, (start) => ({ kind: 'template', method: 'POST', path, templates, start })));
+    http(ctx, () => ctx.server(), c, (start) => ({ kind: 'template', method: 'POST', path, templates, start })));
   ctx.rows.push(ratioRow({ store: ctx.store, what, connections: c, service: r.service,
     baseline: { label: 'raw multi-row INSERT', ...r.baseline }, target: '≥ 50% of baseline',
     note: `body ${(templates[0]!.join('1').length / 1024).toFixed(0)} KB; req/s = batches/s` }, 0.5));
