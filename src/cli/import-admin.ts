@@ -21,6 +21,7 @@ export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 
 const COMMON_OPTIONS = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
+const COMMON_FLAGS = new Set(['--json', '--help', '-h']);
 
 export async function runImportAdmin(argv: string[], io: CliIo): Promise<number> {
   const json = argv.includes('--json');
@@ -29,22 +30,24 @@ export async function runImportAdmin(argv: string[], io: CliIo): Promise<number>
     return status;
   };
 
-  // The command is the first two words: `supplier create …`.
-  const command = COMMANDS.find((c) => argv.slice(0, 2).join(' ') === c.name);
-  if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
+  // The command is the first two words, `supplier create …`; --json and --help may come before them.
+  const leading = argv.findIndex((a) => !COMMON_FLAGS.has(a));
+  const start = leading < 0 ? argv.length : leading;
+  const command = COMMANDS.find((c) => argv.slice(start, start + 2).join(' ') === c.name);
+  if (argv.includes('--help') || argv.includes('-h') || argv[start] === 'help') {
     const text = command ? commandUsage(command) : usage();
     io.out(json ? `${JSON.stringify({ usage: text })}\n` : text);
     return EXIT_OK;
   }
   if (!command) {
-    const given = argv.slice(0, 2).filter((a) => !a.startsWith('-')).join(' ');
+    const given = argv.slice(start, start + 2).filter((a) => !a.startsWith('-')).join(' ');
     return fail(EXIT_USAGE, given ? `unknown command "${given}"; run import-admin --help` : 'no command given; run import-admin --help');
   }
 
   let args: string[];
   let flags: Flags;
   try {
-    ({ args, flags } = parseCommandLine(command, argv.slice(2)));
+    ({ args, flags } = parseCommandLine(command, [...argv.slice(0, start), ...argv.slice(start + 2)]));
     command.check?.(flags);
   } catch (error) {
     return fail(EXIT_USAGE, `${(error as Error).message}; usage: import-admin ${synopsis(command)}`);
@@ -123,7 +126,7 @@ export function usage(): string {
     'Commands:',
     ...COMMANDS.map((c) => `  ${[c.name, ...c.args].join(' ').padEnd(width)}${c.summary}`),
     '',
-    'Options (each command):',
+    'Flags:',
     ...COMMANDS.filter((c) => Object.keys(c.options).length > 0).map((c) => `  import-admin ${synopsis(c)}`),
     '  --json       print exactly one JSON object on stdout',
     '  --help, -h   show this help (with a command: that command\'s usage)',

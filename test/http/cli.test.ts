@@ -126,11 +126,13 @@ describe('import-admin commands with --json', () => {
     });
   });
 
-  test('team create, with the stale lock file of a dead process in DATA_DIR', async () => {
+  test('team create (--json first), with the stale lock file of a dead process in DATA_DIR', async () => {
     const dead = spawnSync(process.execPath, ['-e', '']).pid!;
     writeFileSync(join(dataDir, 'server.pid'), `${JSON.stringify({ pid: dead, role: 'server' })}\n`);
     const team = unique('team');
-    assert.deepEqual(await json('team', 'create', team), { operations_team: team });
+    const run = await cli(['--json', 'team', 'create', team]);
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout), { operations_team: team }, '--json may also come first');
     assert.equal(existsSync(join(dataDir, 'server.pid')), onPostgres, 'the stale file was taken over and released');
     rmSync(join(dataDir, 'server.pid'), { force: true });
   });
@@ -175,6 +177,7 @@ describe('import-admin command-line mistakes (exit 2, before the store is opened
   const cases: Array<[string[], RegExp]> = [
     [[], /no command given/],
     [['org', 'delete', 'x'], /unknown command "org delete"/],
+    [['--json', 'org'], /unknown command "org"/],
     [['org', 'create'], /missing NAME/],
     [['team', 'create', 'a', 'b'], /unexpected argument "b"/],
     [['supplier', 'create', 'S', '--org', 'o', '--colour', 'red'], /Unknown option '--colour'/],
