@@ -8,6 +8,7 @@ import { join } from 'node:path';
 const dirs = process.argv.slice(2);
 const files = [];
 const walk = (dir) => {
+  if (!statSync(dir).isDirectory()) return void files.push(dir);
   for (const name of readdirSync(dir).sort()) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) walk(path);
@@ -25,13 +26,20 @@ const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-conc
   stdio: ['ignore', 'pipe', 'inherit'],
   env: process.env,
 });
-let tail = '';
+// The runner's closing lines ("ℹ pass N" …): the last value seen of each wins.
+const totals = {};
+let partial = '';
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
-  tail = (tail + chunk.toString()).slice(-4000);
+  const lines = (partial + chunk.toString()).split('\n');
+  partial = lines.pop() ?? '';
+  for (const line of lines) {
+    const match = /^ℹ (tests|pass|fail) (\d+)$/.exec(line.trim());
+    if (match) totals[match[1]] = Number(match[2]);
+  }
 });
 child.on('close', (code) => {
-  const count = (label) => Number(new RegExp(`ℹ ${label} (\\d+)`).exec(tail)?.[1] ?? 0);
+  const count = (label) => totals[label] ?? 0;
   const passed = count('pass');
   const failed = count('fail');
   const store = process.env.DATABASE_URL ? 'postgresql' : 'pglite';

@@ -233,15 +233,20 @@ export function sortByDocumentOrder(items: FieldError[], data: unknown): FieldEr
   const start = new Map<string, number>();
   const end = new Map<string, number>();
   let counter = 0;
-  const walk = (value: unknown, path: string) => {
+  // Errors point no deeper than the schema goes, so the walk stops there: free-form values (metadata)
+  // may nest arbitrarily deep and must not cost a deep recursion.
+  const depth = Math.max(...items.map((item) => item.attr.split('.').length));
+  const walk = (value: unknown, path: string, level: number) => {
     start.set(path, counter++);
-    if (Array.isArray(value)) value.forEach((v, i) => walk(v, path ? `${path}.${i}` : String(i)));
-    else if (value && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) walk(v, path ? `${path}.${k}` : k);
+    if (level < depth) {
+      if (Array.isArray(value)) value.forEach((v, i) => walk(v, path ? `${path}.${i}` : String(i), level + 1));
+      else if (value && typeof value === 'object') {
+        for (const [k, v] of Object.entries(value)) walk(v, path ? `${path}.${k}` : k, level + 1);
+      }
     }
     end.set(path, counter - 1);
   };
-  walk(data, '');
+  walk(data, '', 0);
   const keyOf = (attr: string): number => {
     if (attr === 'non_field_errors') return -1;
     if (start.has(attr)) return start.get(attr)!;
