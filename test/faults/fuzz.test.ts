@@ -4,7 +4,9 @@ import { describe, test } from 'node:test';
 import { insertImportedAccount, insertStagedOnly } from '../support/accounts.ts';
 import { arbitraryFor, bodySchemaOf, deepBody, errorShapeProblem, mutated, rawBodies, serialise, type FuzzHints } from '../support/fuzz.ts';
 import { buildTestApp, createTenant } from '../support/test-app.ts';
-import { ROUTES } from './fixtures.ts';
+import * as f from './fixtures.ts';
+
+const { ROUTES } = f;
 
 // D4: "No input, however malformed, produces a 5xx or a non-JSON body." Every write endpoint is
 // fuzzed with bodies generated from its own schema (as published in the OpenAPI document), the same
@@ -34,6 +36,11 @@ const hints: FuzzHints = {
   ),
   operations_team_name: fc.oneof({ weight: 4, arbitrary: fc.constant(tenant.team) }, { weight: 1, arbitrary: fc.string({ maxLength: 20 }) }),
 };
+
+// Found by this fuzzing and pinned by the todo tests at the end of this file; flip each to true
+// once fixed, so that the random mutations use those inputs again.
+const UNSTORABLE_FIXED = false;
+const UNSTORABLE_TODO = 'NUL and unpaired surrogates pass validation and reach PostgreSQL (text: 22021, jsonb: 22P05): 500 (reported to the lead)';
 
 const QUERIES = ['', '', '', '?check_previously_added=false', '?force_add_to_current_statement=0', '?check_previously_added=maybe',
   '?force_add_to_current_statement[]=1', '?check_previously_added=true&check_previously_added=false', '?unknown=1', '?%zz'];
@@ -78,7 +85,7 @@ describe('fuzzing every write endpoint: never a 5xx, always the D4 error shape',
     });
 
     test(`${endpoint.name}: mutated bodies (missing, wrong, null, extra, huge, deep, unicode)`, { skip }, async () => {
-      const broken = mutated(arbitraryFor(schema!, hints));
+      const broken = mutated(arbitraryFor(schema!, hints), { unstorableStrings: UNSTORABLE_FIXED });
       await check(fc.asyncProperty(broken, query, async (body, q) => {
         const problem = await send(endpoint.url + q, serialise(body), 'application/json');
         assert.equal(problem, null);
@@ -106,6 +113,44 @@ describe('deeply nested bodies', () => {
       for (const payload of [deepBody(50_000), deepBody(10_001), `{"${field}":${deepBody(10_001)}}`, `{"extra":${deepBody(10_001)}}`]) {
         assert.equal(await send(endpoint.url, payload, 'application/json'), null);
       }
+    });
+  }
+});
+
+// Strings PostgreSQL cannot store (NUL) or that are not well-formed UTF-16 (a lone surrogate), put
+// in every string field of a valid body one at a time: a 400 at that field, or stored, never a 500.
+const VALID_BODIES: Record<string, () => Record<string, any>> = {
+  'validate-account': () => f.accountPayload(tenant.supplier),
+  'create-or-update': () => f.accountPayload(tenant.supplier),
+  process: () => f.processBody(tenant.supplier, staged, tenant.team),
+  notes: () => f.notesBody(tenant.supplier, imported.externalAccountNumber),
+  transactions: () => f.transactionsBody(tenant.supplier, imported.externalAccountNumber, [f.transaction(), f.supplyCharge()]),
+  'historical-statements': () => f.statementsBody(tenant.supplier, imported.externalAccountNumber, [f.statement(700)]),
+  'payment-instruction': () => f.paymentInstructionBody(tenant.supplier, imported.externalAccountNumber),
+};
+
+function stringLeaves(value: unknown, path: Array<string | number> = []): Array<Array<string | number>> {
+  if (typeof value === 'string') return [path];
+  if (Array.isArray(value)) return value.flatMap((v, i) => stringLeaves(v, [...path, i]));
+  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => stringLeaves(v, [...path, k]));
+  return [];
+}
+
+describe('NUL, lone surrogates and control characters in every string field', () => {
+  for (const endpoint of ENDPOINTS) {
+    const skip = bodySchemaOf(t.app, 'POST', endpoint.url) ? false : `POST ${endpoint.url} is not built yet`;
+    test(endpoint.name, { skip, ...(UNSTORABLE_FIXED ? {} : { todo: UNSTORABLE_TODO }) }, async () => {
+      const problems: string[] = [];
+      for (const leaf of stringLeaves(VALID_BODIES[endpoint.name]!())) {
+        for (const nasty of ['a\u0000b', '\ud800', 'x\u001b[31m\u0007']) {
+          const body = VALID_BODIES[endpoint.name]!();
+          const parent = leaf.slice(0, -1).reduce<any>((node, part) => node[part], body);
+          parent[leaf[leaf.length - 1]!] = nasty;
+          const problem = await send(endpoint.url, JSON.stringify(body), 'application/json');
+          if (problem) problems.push(`${leaf.join('.')} = ${JSON.stringify(nasty)}: ${problem.split('\n')[0]}`);
+        }
+      }
+      assert.deepEqual(problems, []);
     });
   }
 });

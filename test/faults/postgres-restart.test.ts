@@ -54,7 +54,9 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false }, () =
       while (running) for (const answer of await work()) answers.push({ at: Date.now(), answer });
     });
 
-    await sleep(1_000);
+    // Healthy load first (however slow this machine is today), then the outage.
+    const healthyUntil = Date.now() + 30_000;
+    while (answers.length < 20 && Date.now() < healthyUntil) await sleep(50);
     const healthy = answers.length;
     const stoppedAt = Date.now();
     await cluster.stop();

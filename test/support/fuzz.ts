@@ -123,8 +123,10 @@ function typedArbitrary(type: string | undefined, schema: Schema, hints: FuzzHin
 // could handle itself (see serialise).
 const DEEP = '\u0000deep:';
 const NASTY_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '', ' ', 'ключ', '\u0000', 'a.b', '0'];
+/** Strings PostgreSQL cannot store: NUL (text and jsonb) and unpaired surrogates (jsonb). */
+export const UNSTORABLE_STRINGS = ['\u0000', 'a\u0000b', '\ud800', '\udfff'];
 const NASTY_STRINGS = [
-  '', ' ', '\u0000', 'a\u0000b', '\ud800', '\udfff', '\u202e\u0301', '😀'.repeat(50), '\r\n\t', '<script>alert(1)</script>',
+  '', ' ', '\u202e\u0301', '😀'.repeat(50), '\r\n\t', '<script>alert(1)</script>',
   "'; DROP TABLE accounts; --", '%s%n%x', '../../etc/passwd', '1e309', 'NaN', 'null', 'true', '-0', '٣', 'ﷺ'.repeat(20),
 ];
 const WRONG_TYPES: unknown[] = [0, -1, 1.5, 1e308, -1e308, 2 ** 53 + 1, true, false, '', 'x', [], {}, [null], { a: 1 }, '2023-01-01', '12'];
@@ -143,20 +145,25 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-const mutation = fc.oneof(
+export interface MutationOptions {
+  /** Put UNSTORABLE_STRINGS among the replacement values too. */
+  unstorableStrings?: boolean;
+}
+
+const mutationOf = (options: MutationOptions) => fc.oneof(
   fc.constant({ kind: 'drop' as const }),
   fc.constant({ kind: 'null' as const }),
   fc.constantFrom(...WRONG_TYPES).map((v) => ({ kind: 'replace' as const, value: v })),
   fc.constant({ kind: 'stringify' as const }),
   fc.record({ key: fc.oneof(fc.constantFrom(...NASTY_KEYS), fc.string({ maxLength: 10 })), value: fc.jsonValue({ maxDepth: 2 }) })
     .map((x) => ({ kind: 'extra' as const, ...x })),
-  fc.constantFrom(...NASTY_STRINGS).map((v) => ({ kind: 'replace' as const, value: v })),
+  fc.constantFrom(...NASTY_STRINGS, ...(options.unstorableStrings ? UNSTORABLE_STRINGS : [])).map((v) => ({ kind: 'replace' as const, value: v })),
   fc.integer({ min: 1_000, max: 300_000 }).map((n) => ({ kind: 'replace' as const, value: 'x'.repeat(n) })),
   // Nesting to 1,000 levels here; deeper bodies are a test of their own (see deepBody).
   fc.integer({ min: 20, max: 1_000 }).map((n) => ({ kind: 'replace' as const, value: `${DEEP}${n}` })),
   fc.integer({ min: 2, max: 400 }).map((n) => ({ kind: 'grow' as const, times: n })),
 );
-export type Mutation = typeof mutation extends fc.Arbitrary<infer M> ? M : never;
+export type Mutation = ReturnType<typeof mutationOf> extends fc.Arbitrary<infer M> ? M : never;
 
 function applyMutation(root: unknown, pick: number, m: Mutation): unknown {
   const all = paths(root);
@@ -190,10 +197,33 @@ function applyMutation(root: unknown, pick: number, m: Mutation): unknown {
   return root;
 }
 
-/** A valid-ish body broken by one to three mutations at random places. */
-export function mutated(valid: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
-  return fc.tuple(valid, fc.array(fc.tuple(fc.nat(), mutation), { minLength: 1, maxLength: 3 }))
-    .map(([value, steps]) => steps.reduce((v, [pick, m]) => applyMutation(v, pick, m), structuredClone(value) as unknown));
+/**
+ * A valid-ish body broken by one to three mutations at random places. A step that would make the
+ * body larger than `maxChars` (grown arrays of huge strings multiply) is left out: such bodies only
+ * test the size limit, which has tests of its own, and would exhaust the test process's memory.
+ */
+export function mutated(valid: fc.Arbitrary<unknown>, options: MutationOptions = {}, maxChars = 2_000_000): fc.Arbitrary<unknown> {
+  return fc.tuple(valid, fc.array(fc.tuple(fc.nat(), mutationOf(options)), { minLength: 1, maxLength: 3 }))
+    .map(([value, steps]) => steps.reduce((v, [pick, m]) => {
+      const next = applyMutation(structuredClone(v), pick, m);
+      return sizeAtMost(next, maxChars) ? next : v;
+    }, structuredClone(value) as unknown));
+}
+
+/** Whether the JSON text of `value` stays under `limit` characters (roughly; stops counting early). */
+function sizeAtMost(value: unknown, limit: number): boolean {
+  let size = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node === 'string') size += node.length + 2;
+    else if (Array.isArray(node)) { size += node.length + 2; stack.push(...node); }
+    else if (node && typeof node === 'object') {
+      for (const [k, v] of Object.entries(node)) { size += k.length + 4; stack.push(v); }
+    } else size += 8;
+    if (size > limit) return false;
+  }
+  return true;
 }
 
 /** JSON nested `depth` levels deep: arrays when even, objects when odd. */
