@@ -80,5 +80,7 @@ export function serviceEnv(target: Target, logLevel: string): Record<string, str
     TOKEN_TTL_SECONDS: String(TOKEN_TTL_SECONDS),
     LOG_LEVEL: logLevel,
     EMAIL_TRANSPORT: 'log',
+    // For experiments such as a heap cap (--max-old-space-size=N) on the service only.
+    ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}),
   };
 }
