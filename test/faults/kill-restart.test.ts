@@ -39,12 +39,18 @@ describe('kill -9 in the middle of creates', { skip }, () => {
         assert.equal(staged.status, 201, staged.text);
       }
       const victim = `${APP}-r${round - 1}`;
-      const creates = exts.map((ext) => request(server.url, 'POST', ROUTES.process, {
-        token: tenant.token, body: processBody(tenant.supplier, ext, tenant.team), timeoutMs: 30_000,
-      }));
-      // Kill once creates hold their slots (they are inside their transactions), later each round.
-      await waitFor('a create in flight', () => sessionsOf(db, victim), (s) => s.slots > 0, 20_000);
-      await new Promise((resolve) => setTimeout(resolve, (round - 1) * 15));
+      // Creates start a few ms apart, so that some are always in flight; the kill lands while one
+      // holds its slot (it is inside its transaction), after 0, 5, then 10 accounts were committed.
+      const target = server;
+      const creates = exts.map(async (ext, i) => {
+        await new Promise((resolve) => setTimeout(resolve, i * 25));
+        return request(target.url, 'POST', ROUTES.process, { token: tenant.token, body: processBody(tenant.supplier, ext, tenant.team), timeoutMs: 30_000 });
+      });
+      const committedBefore = (round - 1) * 5;
+      const made = async () => Number((await db.selectFrom('accounts').select((eb) => eb.fn.countAll().as('n'))
+        .where('external_account_number', 'in', exts).executeTakeFirstOrThrow()).n);
+      await waitFor('creates in flight', async () => ({ slots: (await sessionsOf(db, victim)).slots, made: committedBefore > 0 ? await made() : 0 }),
+        (x) => x.slots > 0 && x.made >= committedBefore, 30_000);
       await server.kill();
       const answers = await Promise.all(creates);
 
@@ -67,6 +73,7 @@ describe('kill -9 in the middle of creates', { skip }, () => {
       }
       const killedMidway = answers.filter((a) => a.status === -1).length;
       ctx.diagnostic(`round ${round}: ${answers.filter((a) => a.status === 201).length} created before the kill, ${killedMidway} cut off, ${accounts.size} accounts exist`);
+      assert.ok(accounts.size >= committedBefore, `round ${round}: accounts committed before the kill are still there`);
       assert.ok(killedMidway > 0, `round ${round}: the kill landed while creates were running`);
       const all = await sessionsOf(db, APP);
       assert.equal(all.advisoryLocks, 0, `round ${round}: no advisory lock is left held`);
