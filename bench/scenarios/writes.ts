@@ -75,10 +75,15 @@ export async function createAccounts(ctx: Ctx): Promise<void> {
   const path = `${V1}/account-import-process/process/`;
   const what = 'create account';
   if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, what, '≥ 50% of baseline', 'endpoint not built yet');
-  if (!ctx.staged || ctx.staged.to <= ctx.staged.from) return notRun(ctx, what, '≥ 50% of baseline', 'nothing staged to create');
+  if (!ctx.staged) return notRun(ctx, what, '≥ 50% of baseline', 'nothing staged to create');
   const c = ctx.cfg.connections.create;
-  const { prefix, from, to } = ctx.staged;
-  const externals = Array.from({ length: to - from }, (_, i) => `${prefix}-${from + i}`);
+  // The service's own pending list says which were staged: a request autocannon prepared at the end
+  // of a round may never have been sent, so the counters alone can name an account never staged.
+  const { prefix, from } = ctx.staged;
+  const res = await fetch(`${ctx.server().url}${V1}/pending-account-import-processes/${ctx.tenant.supplier}/`, { headers: ctx.headers });
+  const pending = await res.json() as Array<{ external_account_number: string }>;
+  const externals = pending.map((r) => r.external_account_number)
+    .filter((e) => e.startsWith(`${prefix}-`) && Number(e.slice(prefix.length + 1)) >= from);
   const bodies = externals.map((external) => JSON.stringify({
     external_account_number: external, import_supplier_code: ctx.tenant.supplier, operations_team_name: ctx.tenant.team,
   }));
