@@ -7,7 +7,7 @@ import type { Config } from './config.ts';
 import type { Store } from './db/store.ts';
 import { graphqlRoutes } from './graphql/graphql.routes.ts';
 import { authGuard } from './http/auth.ts';
-import { registerErrorHandling } from './http/error-handler.ts';
+import { handleClientError, registerErrorHandling } from './http/error-handler.ts';
 import { AppError } from './http/errors.ts';
 import { trackRoutes } from './http/method-not-allowed.ts';
 import { registerMetrics } from './http/metrics.ts';
@@ -48,6 +48,7 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
       headersTimeout: Math.min(config.headersTimeoutMs, config.requestTimeoutMs),
       connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(config.headersTimeoutMs, config.requestTimeoutMs) / 4))),
     },
+    clientErrorHandler: handleClientError,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
   });

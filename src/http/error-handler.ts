@@ -1,4 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { AppError } from './errors.ts';
 
 // The one place every failure becomes the JSON body of spec section 7 / D4. Nothing else writes an
@@ -37,6 +39,11 @@ function toAppError(error: FastifyError | AppError): AppError {
   if (error.statusCode === 400 && 'validation' in error && error.validation) {
     return new AppError('invalid', 'The request failed validation.', []);
   }
+  // Backstop for text the validator let through that the store still cannot take: NUL or bad
+  // encoding in a path parameter, nesting deeper than jsonb allows. A client error, not ours.
+  if (['22021', '22P05', '54001'].includes(String(error.code))) {
+    return new AppError('invalid', 'The request holds text or nesting the store cannot keep.');
+  }
   if (error.statusCode === 503) return new AppError('service_unavailable', 'The service is unavailable; retry shortly.');
   if (isConnectionError(error)) {
     return new AppError('service_unavailable', 'The database is unavailable; retry shortly.', undefined, undefined, { 'Retry-After': '1' });
@@ -49,4 +56,23 @@ function isConnectionError(error: { code?: unknown; message?: string }): boolean
   const code = typeof error.code === 'string' ? error.code : '';
   return ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code)
     || /Connection terminated|timeout exceeded when trying to connect/.test(error.message ?? '');
+}
+
+/**
+ * Errors below HTTP (a malformed request line, headers too large, a request that timed out): no
+ * route or reply exists yet, so the JSON body of D4 is written to the socket directly.
+ */
+export function handleClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const appError = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? new AppError('request_timeout', 'The request was not received in time.')
+    : error.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError('request_header_fields_too_large', 'The request headers are too large.')
+      : new AppError('parse_error', 'The request is not valid HTTP.');
+  const body = JSON.stringify(appError.body());
+  socket.end(`HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }

@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   // 404, 405, 413, 415, 429
   'not_found', 'account_not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type',
   'concurrency_limit_exceeded',
+  // socket-level (the request never reached a route): 408, 431
+  'request_timeout', 'request_header_fields_too_large',
   // 5xx
   'payment_vendor_unavailable', 'service_unavailable', 'internal_error',
 ] as const;
@@ -43,6 +45,10 @@ export function statusFor(code: ErrorCode): number {
       return 415;
     case 'concurrency_limit_exceeded':
       return 429;
+    case 'request_timeout':
+      return 408;
+    case 'request_header_fields_too_large':
+      return 431;
     case 'payment_vendor_unavailable': case 'internal_error':
       return 500;
     case 'service_unavailable':

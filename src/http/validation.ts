@@ -108,7 +108,37 @@ export function compileValidator(schema: object, ajv: Ajv = bodyAjv): Validator 
     compiled.set(schema, validate);
   }
   const fn = validate;
-  return (data) => (fn(data) ? null : toFieldErrors(fn.errors ?? [], data));
+  return (data) => {
+    const unstorable = findUnstorableText(data);
+    if (fn(data) && unstorable.length === 0) return null;
+    return sortByDocumentOrder([...toFieldErrors(fn.errors ?? [], data), ...unstorable], data);
+  };
+}
+
+/**
+ * PostgreSQL cannot store a NUL character in text or jsonb, nor an unpaired UTF-16 surrogate in
+ * jsonb. JSON can carry both, so every string and key of a body (free-form values included) is
+ * checked here, once, instead of failing at the store. The walk is iterative: bodies nest freely.
+ */
+export function findUnstorableText(data: unknown): FieldError[] {
+  const found: FieldError[] = [];
+  const bad = (text: string) => text.includes('\u0000') || !text.isWellFormed();
+  const stack: Array<[unknown, string]> = [[data, '']];
+  while (stack.length > 0 && found.length < 100) {
+    const [value, path] = stack.pop()!;
+    const join = (key: string) => (path ? `${path}.${key}` : key);
+    if (typeof value === 'string') {
+      if (bad(value)) found.push({ code: 'invalid', detail: 'Text must not contain NUL characters or unpaired surrogates.', attr: path || 'non_field_errors' });
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i -= 1) stack.push([value[i], join(String(i))]);
+    } else if (value && typeof value === 'object') {
+      for (const [key, child] of Object.entries(value).reverse()) {
+        if (bad(key)) found.push({ code: 'invalid', detail: 'Field names must not contain NUL characters or unpaired surrogates.', attr: join(key.replace(/[\u0000\ud800-\udfff]/g, '?')) });
+        else stack.push([child, join(key)]);
+      }
+    }
+  }
+  return found;
 }
 
 /** The top-level code a schema's failures carry (`x-error-code`, default `invalid`). */

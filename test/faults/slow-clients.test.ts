@@ -101,9 +101,7 @@ describe('slow clients are cut off by the time-outs', () => {
 });
 
 // Answers node's http server writes itself, before Fastify has a request (a header block too big,
-// a time-out, a malformed request line), come from Fastify's default clientErrorHandler: JSON,
-// but {error, message, statusCode} rather than D4's {detail, code}.
-const CLIENT_ERROR_TODO = 'src/app.ts sets no clientErrorHandler, so socket-level errors are not in the D4 shape (reported to the lead)';
+// a time-out, a malformed request line), go through handleClientError in the D4 shape.
 
 describe('socket-level client errors', () => {
   test('a header block over 16 KiB is a 431 and the connection is closed', async () => {
@@ -113,7 +111,7 @@ describe('socket-level client errors', () => {
     assert.doesNotThrow(() => jsonOf(response));
   });
 
-  test('they carry the D4 body {detail, code}', { todo: CLIENT_ERROR_TODO }, async () => {
+  test('they carry the D4 body {detail, code}', async () => {
     for (const raw of [`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 'NOT HTTP AT ALL\r\n\r\n']) {
       const client = drip(raw, '', 60_000);
       const { response } = await within(client.closed, 3_000, 'client error');

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
 
 // Wire shapes of POST /v1/data-import/payment-instruction/create/ (spec 2.7, 4.7; D8, D9).
 
@@ -10,8 +11,8 @@ export type PaymentInstructionType = (typeof PAYMENT_INSTRUCTION_TYPES)[number];
 const TEXT_PATTERN = '^[^\\s\\x00-\\x1f\\x7f](?:[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f])?$';
 
 export const CreatePaymentInstructionBody = Type.Object({
-  import_supplier: Type.String({ minLength: 1, maxLength: 64, description: 'Code of the import supplier.' }),
-  external_account_number: Type.String({ minLength: 1, maxLength: 100, description: "The supplier's account number of an imported account." }),
+  import_supplier: ImportSupplierCode,
+  external_account_number: ExternalAccountNumber,
   vendor: Type.String({ minLength: 1, maxLength: 64, description: 'Code of a payment vendor registered by the service team.' }),
   reference: Type.String({
     minLength: 1, maxLength: 255, pattern: TEXT_PATTERN,
