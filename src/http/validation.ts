@@ -26,6 +26,35 @@ export function registerRules(name: string, check: RuleCheck): void {
   rules.set(name, check);
 }
 
+/** `to` must not be before `from` (both YYYY-MM-DD strings): `invalid_date_range` at `to`. */
+export function dateRangeRule(from: string, to: string): RuleCheck {
+  return (value) => {
+    const item = value as Record<string, unknown> | null;
+    const start = item?.[from];
+    const end = item?.[to];
+    // YYYY-MM-DD strings compare as the dates they name.
+    return typeof start === 'string' && typeof end === 'string' && end < start
+      ? [{ path: to, code: 'invalid_date_range', detail: `${to} must not be before ${from}.` }]
+      : [];
+  };
+}
+
+/** A key may appear once among the items of `arrayField`: `duplicate` at each repeat. */
+export function uniqueItemsRule(arrayField: string, keyField: string): RuleCheck {
+  return (value) => {
+    const items = (value as Record<string, unknown> | null)?.[arrayField];
+    if (!Array.isArray(items)) return [];
+    const seen = new Set<string>();
+    return items.flatMap((item, index) => {
+      const key = (item as Record<string, unknown> | null)?.[keyField];
+      if (typeof key !== 'string') return [];
+      const repeat = seen.has(key);
+      seen.add(key);
+      return repeat ? [{ path: `${arrayField}.${index}.${keyField}`, code: 'duplicate', detail: `This ${keyField} appears earlier in the request.` }] : [];
+    });
+  };
+}
+
 const FORMAT_CODES: Record<string, { code: string; detail: string }> = {
   date: { code: 'invalid', detail: 'Date has wrong format or is not a real date. Use YYYY-MM-DD.' },
   'utc-date-time': { code: 'invalid', detail: 'Datetime has wrong format. Use YYYY-MM-DDTHH:MM:SSZ (UTC).' },

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { registerRules } from '../../http/validation.ts';
+import { dateRangeRule, registerRules, uniqueItemsRule } from '../../http/validation.ts';
 import { DocumentPath } from '../account-data/note.schemas.ts';
 import { ExternalAccountNumber, ImportSupplierCode } from '../accounts/common.schemas.ts';
 import { MAX_AMOUNT } from '../transactions/transactions.schemas.ts';
@@ -28,25 +28,5 @@ export const CreateStatementsBody = Type.Object({
 }, { additionalProperties: false, 'x-rules': 'statements.batch' });
 export type CreateStatementsBody = Static<typeof CreateStatementsBody>;
 
-registerRules('statements.period', (value) => {
-  const item = value as { bill_period_from_date?: unknown; bill_period_to_date?: unknown };
-  if (typeof item?.bill_period_from_date === 'string' && typeof item.bill_period_to_date === 'string'
-    && item.bill_period_to_date < item.bill_period_from_date) {
-    return [{ path: 'bill_period_to_date', code: 'invalid_date_range', detail: 'bill_period_to_date must not be before bill_period_from_date.' }];
-  }
-  return [];
-});
-
-registerRules('statements.batch', (value) => {
-  const items = (value as { statements?: unknown })?.statements;
-  if (!Array.isArray(items)) return [];
-  const seen = new Set<string>();
-  const found: Array<{ path: string; code: string; detail: string }> = [];
-  items.forEach((item, index) => {
-    const id = (item as { statement_id?: unknown })?.statement_id;
-    if (typeof id !== 'string') return;
-    if (seen.has(id)) found.push({ path: `statements.${index}.statement_id`, code: 'duplicate', detail: 'This statement_id appears earlier in the request.' });
-    seen.add(id);
-  });
-  return found;
-});
+registerRules('statements.period', dateRangeRule('bill_period_from_date', 'bill_period_to_date'));
+registerRules('statements.batch', uniqueItemsRule('statements', 'statement_id'));

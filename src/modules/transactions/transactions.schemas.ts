@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { registerRules } from '../../http/validation.ts';
+import { dateRangeRule, registerRules, uniqueItemsRule } from '../../http/validation.ts';
 import { ErrorResponse, ExternalAccountNumber, ImportSupplierCode } from '../accounts/common.schemas.ts';
 
 // Financial transactions (spec 2.5, 4.5, D8). Each type takes its own fields and no others: a
@@ -122,25 +122,6 @@ export const TransactionImportError = Type.Object({
   transaction_data: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The first failing transaction, amount as a string' })),
 }, { additionalProperties: true });
 
-registerRules('transactions.line-item', (value) => {
-  const item = value as { start_date?: unknown; end_date?: unknown };
-  if (typeof item?.start_date === 'string' && typeof item.end_date === 'string' && item.end_date < item.start_date) {
-    return [{ path: 'end_date', code: 'invalid_date_range', detail: 'end_date must not be before start_date.' }];
-  }
-  return [];
-});
-
+registerRules('transactions.line-item', dateRangeRule('start_date', 'end_date'));
 // A transaction_id twice in one batch is a mistake in the batch, not a repeat of an earlier import.
-registerRules('transactions.batch', (value) => {
-  const items = (value as { transactions?: unknown })?.transactions;
-  if (!Array.isArray(items)) return [];
-  const seen = new Set<string>();
-  const found: Array<{ path: string; code: string; detail: string }> = [];
-  items.forEach((item, index) => {
-    const id = (item as { transaction_id?: unknown })?.transaction_id;
-    if (typeof id !== 'string') return;
-    if (seen.has(id)) found.push({ path: `transactions.${index}.transaction_id`, code: 'duplicate', detail: 'This transaction_id appears earlier in the batch.' });
-    seen.add(id);
-  });
-  return found;
-});
+registerRules('transactions.batch', uniqueItemsRule('transactions', 'transaction_id'));
