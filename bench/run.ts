@@ -80,7 +80,7 @@ async function runStore(store: BenchStore): Promise<void> {
   }
 }
 
-const sh = (cmd: string, args: string[]) => { try { return execFileSync(cmd, args, { encoding: 'utf8' }).trim(); } catch { return '?'; } };
+const sh = (cmd: string, args: string[]) => { try { return execFileSync(cmd, args, { encoding: 'utf8' }).trimEnd(); } catch { return '?'; } };
 const command = `${Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_')).map(([k, v]) => `${k}=${v} `).join('')}npm run bench`;
 const machine = [
   `- CPU: ${sh('nproc', [])} cores (\`nproc\`), ${cpus()[0]?.model ?? '?'}`,
