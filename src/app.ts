@@ -11,6 +11,7 @@ import { handleClientError, registerErrorHandling } from './http/error-handler.t
 import { AppError } from './http/errors.ts';
 import { trackRoutes } from './http/method-not-allowed.ts';
 import { registerMetrics } from './http/metrics.ts';
+import { ErrorBody } from './http/wire.schemas.ts';
 import type { RouteDeps } from './http/route-deps.ts';
 import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from './http/validation.ts';
 import { accountDataRoutes } from './modules/account-data/account-data.routes.ts';
@@ -111,6 +112,10 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));
+    // Every route behind the guard can answer 401: say so once, for the OpenAPI document.
+    v1.addHook('onRoute', (route) => {
+      route.schema = { ...route.schema, response: { 401: ErrorBody, ...(route.schema?.response as object | undefined) } };
+    });
     for (const routes of [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes, statementsRoutes,
       paymentInstructionsRoutes, accountsRoutes]) {
       await v1.register(routes, deps);

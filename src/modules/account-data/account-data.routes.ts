@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf, requireCallerSupplier } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountData } from './account-data.schemas.ts';
-import { ValidationErrorBody } from './error-body.schemas.ts';
+import { ErrorBody } from '../../http/wire.schemas.ts';
 
 // Spec 4.1 / D5: validates account data and echoes it; stores nothing. Order (D4): the auth guard,
 // the body schema (with the cross-field rules), then the supplier (D3).
@@ -13,7 +13,7 @@ export const accountDataRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db
       summary: 'Validate account import data (nothing is stored)',
       description: 'Checks the account data of spec 2.3 with every rule of docs/validation.md, and that the import supplier exists and belongs to the caller. Answers 200 with the data exactly as sent.',
       body: AccountData,
-      response: { 200: AccountData, 400: ValidationErrorBody },
+      response: { 200: AccountData, 400: ErrorBody },
     },
     // The echo is the data exactly as sent (already validated): no serializer may drop or reshape it.
     serializerCompiler: () => (data) => JSON.stringify(data),

@@ -1,4 +1,4 @@
-import { Type, type TUnsafe } from '@sinclair/typebox';
+import { Type, type TSchema, type TUnsafe } from '@sinclair/typebox';
 import { BOUNDS } from './field-checks.ts';
 
 // Building blocks shared by the account data and the notes / statements payloads. Every string
@@ -64,3 +64,9 @@ export const Choice = <T extends readonly string[]>(values: T, description?: str
 /** An array whose item shape is undocumented: absent or empty only (`not_supported`). */
 export const Unsupported = (description: string) =>
   Type.Array(Type.Unknown(), { maxItems: 0, description });
+
+/** Any schema made nullable as `type: [T, 'null']` (validation.ts: never anyOf). */
+export function Nullable<T extends TSchema>(schema: T) {
+  const { type } = schema as unknown as { type: string };
+  return Type.Unsafe<T['static'] | null>({ ...schema, type: [type, 'null'] });
+}

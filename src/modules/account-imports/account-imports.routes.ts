@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { ErrorBody } from '../../http/wire.schemas.ts';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountData } from '../account-data/account-data.schemas.ts';
 import {
-  AccountPathParams, AccountStatusResponse, ErrorResponse, ProcessAccountBody, ProcessAccountResponse, StageAccountResponse,
+  AccountPathParams, AccountStatusResponse, ProcessAccountBody, ProcessAccountResponse, StageAccountResponse,
 } from './account-imports.schemas.ts';
 import { accountListsRoutes } from './account-lists.routes.ts';
 import { accountStatus } from './account-status.service.ts';
@@ -25,7 +26,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
         + 'Refused (400) when the account is already imported (`account_already_imported`) or marked to skip '
         + '(`account_marked_to_skip`), or the supplier is paused or complete.',
       body: AccountData,
-      response: { 200: StageAccountResponse, 201: StageAccountResponse, 400: ErrorResponse },
+      response: { 200: StageAccountResponse, 201: StageAccountResponse, 400: ErrorBody },
     },
   }, async (request, reply) => {
     const result = await stageAccount(db, callerOf(request), request.body);
@@ -44,7 +45,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
         + 'PROCESS_CONCURRENCY_LIMIT creates at once across all instances), `account_failed_validation`, '
         + '`supply_point_already_registered`.',
       body: ProcessAccountBody,
-      response: { 201: ProcessAccountResponse, 400: ErrorResponse, 429: ErrorResponse },
+      response: { 201: ProcessAccountResponse, 400: ErrorBody, 429: ErrorBody },
     },
   }, async (request, reply) => {
     const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit }, callerOf(request), request.body);
@@ -59,7 +60,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
         + 'running now), COMPLETED (the account exists). `last_error` is the latest failed create attempt. 404 '
         + '`account_not_found` when the supplier has no import process for the account.',
       params: AccountPathParams,
-      response: { 200: AccountStatusResponse, 404: ErrorResponse },
+      response: { 200: AccountStatusResponse, 404: ErrorBody },
     },
   }, async (request) => {
     const { import_supplier_code: code, external_account_number: ext } = request.params;

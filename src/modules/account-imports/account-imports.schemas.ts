@@ -1,13 +1,7 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
+import { Type, type Static } from '@sinclair/typebox';
+import { ExternalAccountNumber, ImportSupplierCode, Nullable } from '../account-data/common.schemas.ts';
 
 // Wire shapes of staging, creating, the status endpoint and the lists (spec 4.2, 4.3, 4.8–4.11).
-
-/** `type: [T, 'null']` (validation.ts: nullable is never anyOf). */
-function Nullable<T extends TSchema>(schema: T) {
-  const { type } = schema as unknown as { type: string };
-  return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] });
-}
 
 export const StageAccountResponse = Type.Object({
   import_supplier: Type.String(),
@@ -69,8 +63,3 @@ export const ImportRecordList = Type.Array(ImportRecord, {
 });
 
 /** Error bodies (spec 7, D4): open to the extra top-level fields some carry (account_already_imported). */
-export const ErrorResponse = Type.Object({
-  detail: Type.String(),
-  code: Type.String(),
-  errors: Type.Optional(Type.Array(Type.Object({ detail: Type.String(), code: Type.String(), attr: Type.String() }))),
-}, { additionalProperties: true });

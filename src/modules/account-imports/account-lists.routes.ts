@@ -1,8 +1,9 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
+import { ErrorBody } from '../../http/wire.schemas.ts';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorResponse, ImportRecordList, ListQuery, SupplierPathParams } from './account-imports.schemas.ts';
+import { ImportRecordList, ListQuery, SupplierPathParams } from './account-imports.schemas.ts';
 import type { ListKind } from './account-lists.repository.ts';
 import { importListPage, streamImportList } from './account-lists.service.ts';
 
@@ -25,7 +26,7 @@ export const accountListsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { d
           + 'paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`).',
         params: SupplierPathParams,
         querystring: ListQuery,
-        response: { 200: ImportRecordList, 400: ErrorResponse, 404: ErrorResponse },
+        response: { 200: ImportRecordList, 400: ErrorBody, 404: ErrorBody },
       },
     }, async (request, reply) => {
       const caller = callerOf(request);

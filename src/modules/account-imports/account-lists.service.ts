@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { findCallerSupplier } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
+import { utcSeconds } from '../../http/wire.schemas.ts';
 import type { Caller } from '../auth/token.service.ts';
 import type { ImportRecord } from './account-imports.schemas.ts';
 import { listPage, type ListKind, type ListPosition, type ListRow } from './account-lists.repository.ts';
@@ -23,7 +24,7 @@ function toRecord(row: ListRow): ImportRecord {
   return {
     external_account_number: row.external_account_number,
     service_account_number: row.service_account_number,
-    account_created_at: row.account_created_at ? `${row.account_created_at.toISOString().slice(0, 19)}Z` : null,
+    account_created_at: row.account_created_at ? utcSeconds(row.account_created_at) : null,
   };
 }
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ExternalAccountNumber, ImportSupplierCode, Nullable } from './common.schemas.ts';
+import { ExternalAccountNumber, ImportSupplierCode, Nullable } from '../account-data/common.schemas.ts';
 
 // The account read endpoint (an addition under spec 9.2): what an import created, for the supplier
 // to check. Optional values are null here rather than left out, so every account has one shape.

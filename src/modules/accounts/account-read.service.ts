@@ -9,7 +9,7 @@ import {
   findAccountWithTeam, findActivePaymentInstruction, findCustomers, findSupplyAddresses, findSupplyPoints,
 } from './account-read.repository.ts';
 import type { AccountView } from './account-read.schemas.ts';
-import { utcSeconds } from './common.schemas.ts';
+import { utcSeconds } from '../../http/wire.schemas.ts';
 import { documentLocation } from './document-location.ts';
 import { accountNotFound } from './imported-account.ts';
 

@@ -3,7 +3,7 @@ import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountPathParams, AccountView } from './account-read.schemas.ts';
 import { readAccount } from './account-read.service.ts';
-import { ErrorResponse } from './common.schemas.ts';
+import { ErrorBody } from '../../http/wire.schemas.ts';
 
 export const accountsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, config }) => {
   app.get<{ Params: AccountPathParams }>('/accounts/:import_supplier_code/:external_account_number/', {
@@ -14,7 +14,7 @@ export const accountsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, c
         + 'active payment instruction, so a supplier can check what it imported. 404 account_not_found for an unknown '
         + 'account, staged data without an account, or another organisation\'s supplier.',
       params: AccountPathParams,
-      response: { 200: AccountView, 404: ErrorResponse },
+      response: { 200: AccountView, 404: ErrorBody },
     },
   }, async (request) => readAccount(db, callerOf(request), config.documentsBucket,
     request.params.import_supplier_code, request.params.external_account_number));

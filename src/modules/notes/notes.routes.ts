@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorResponse } from '../accounts/common.schemas.ts';
+import { ErrorBody } from '../../http/wire.schemas.ts';
 import { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 import { importNotes } from './notes.service.ts';
 
@@ -15,7 +15,7 @@ export const notesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) =>
         + 'document paths. Document paths are relative to the supplier\'s documents root. A paused or complete '
         + 'supplier does not block this.',
       body: CreateNotesBody,
-      response: { 201: CreateNotesResponse, 400: ErrorResponse, 404: ErrorResponse },
+      response: { 201: CreateNotesResponse, 400: ErrorBody, 404: ErrorBody },
     },
   }, async (request, reply) => reply.code(201).send(await importNotes(db, callerOf(request), request.body)));
 };

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Note } from '../account-data/note.schemas.ts';
-import { ExternalAccountNumber, ImportSupplierCode } from '../accounts/common.schemas.ts';
+import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
 
 // Import notes (spec 4.4, D8). The note item itself is the one of the account data (spec 2.4).
 

@@ -3,7 +3,7 @@ import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../http/auth.ts';
 import type { Note } from '../account-data/note.schemas.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
-import { utcSeconds } from '../accounts/common.schemas.ts';
+import { utcSeconds } from '../../http/wire.schemas.ts';
 import type { Caller } from '../auth/token.service.ts';
 import type { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 import { findSameNote, insertNote } from './notes.repository.ts';

@@ -2,7 +2,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { CreatePaymentInstructionBody, CreatePaymentInstructionReply, ErrorReply } from './payment-instructions.schemas.ts';
+import { ErrorBody } from '../../http/wire.schemas.ts';
+import { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import { createPaymentInstruction } from './payment-instructions.service.ts';
 
 export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
@@ -19,7 +20,7 @@ export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (a
         '500 payment_vendor_unavailable (retry as is).',
       ].join(' '),
       body: CreatePaymentInstructionBody,
-      response: { 201: CreatePaymentInstructionReply, 400: ErrorReply, 401: ErrorReply, 404: ErrorReply, 500: ErrorReply },
+      response: { 201: CreatePaymentInstructionReply, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 500: ErrorBody },
     },
   }, async (request, reply) => {
     const created = await createPaymentInstruction(db, callerOf(request), request.body);

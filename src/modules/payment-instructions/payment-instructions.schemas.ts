@@ -32,8 +32,3 @@ export const CreatePaymentInstructionReply = Type.Object({
 });
 export type CreatePaymentInstructionReply = Static<typeof CreatePaymentInstructionReply>;
 
-export const ErrorReply = Type.Object({
-  detail: Type.String(),
-  code: Type.String(),
-  errors: Type.Optional(Type.Array(Type.Object({ detail: Type.String(), code: Type.String(), attr: Type.String() }))),
-}, { additionalProperties: true });

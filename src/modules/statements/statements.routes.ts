@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorResponse } from '../accounts/common.schemas.ts';
+import { ErrorBody } from '../../http/wire.schemas.ts';
 import { CreateStatementsBody } from './statements.schemas.ts';
 import { importStatements } from './statements.service.ts';
 
@@ -15,7 +15,7 @@ export const statementsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db 
         + '`duplicate`. Periods of one account do not overlap (400 `statement_period_overlap`). The latest statement '
         + 'closes the statement periods: transactions are then dated from the day after its bill_period_to_date.',
       body: CreateStatementsBody,
-      response: { 201: CreateStatementsBody, 400: ErrorResponse, 404: ErrorResponse },
+      response: { 201: CreateStatementsBody, 400: ErrorBody, 404: ErrorBody },
     },
   }, async (request, reply) => reply.code(201).send(await importStatements(db, callerOf(request), request.body)));
 };

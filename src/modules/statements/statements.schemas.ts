@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { dateRangeRule, registerRules, uniqueItemsRule } from '../../http/validation.ts';
 import { DocumentPath } from '../account-data/note.schemas.ts';
-import { ExternalAccountNumber, ImportSupplierCode } from '../accounts/common.schemas.ts';
+import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
 import { MAX_AMOUNT } from '../transactions/transactions.schemas.ts';
 
 // Historical statements (spec 2.6, 4.6, D8): PDFs already issued by the supplier. Each one closes a

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorResponse } from '../accounts/common.schemas.ts';
+import { ErrorBody } from '../../http/wire.schemas.ts';
 import {
   CreateTransactionsBody, CreateTransactionsQuery, CreateTransactionsResponse, TransactionImportError,
 } from './transactions.schemas.ts';
@@ -17,7 +17,7 @@ export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { d
         + 'with a description and a pinned note, or fails the batch when force_add_to_current_statement=false.',
       querystring: CreateTransactionsQuery,
       body: CreateTransactionsBody,
-      response: { 201: CreateTransactionsResponse, 400: TransactionImportError, 404: ErrorResponse },
+      response: { 201: CreateTransactionsResponse, 400: TransactionImportError, 404: ErrorBody },
     },
   }, async (request, reply) => {
     const result = await importTransactions(db, callerOf(request), request.body, {

@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { dateRangeRule, registerRules, uniqueItemsRule } from '../../http/validation.ts';
-import { ErrorResponse, ExternalAccountNumber, ImportSupplierCode } from '../accounts/common.schemas.ts';
+import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
+import { ErrorBody } from '../../http/wire.schemas.ts';
 
 // Financial transactions (spec 2.5, 4.5, D8). Each type takes its own fields and no others: a
 // discriminated union on `type`, so a field of another type is an `unknown_field`.
@@ -116,7 +117,7 @@ export type CreateTransactionsResponse = Static<typeof CreateTransactionsRespons
 
 /** 400: a validation error (D4), or the TRANSACTION_IMPORT_ERROR of spec 4.5, which keeps the D4 shape too. */
 export const TransactionImportError = Type.Object({
-  ...ErrorResponse.properties,
+  ...ErrorBody.properties,
   status: Type.Optional(Type.Literal('TRANSACTION_IMPORT_ERROR')),
   error_detail: Type.Optional(Type.String({ description: 'Why the batch failed' })),
   transaction_data: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The first failing transaction, amount as a string' })),
