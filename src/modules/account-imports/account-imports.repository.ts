@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { accountLockHeld } from './import-locks.repository.ts';
 
 // The import process rows (account_imports) and the create attempts. Free functions, executor first.
 type Db = Kysely<Database>;
@@ -70,13 +71,36 @@ export async function insertAttempt(db: Db, attempt: AttemptRecord): Promise<voi
   }).execute();
 }
 
-export function findLastFailedAttempt(db: Db, supplierId: number, externalAccountNumber: string) {
-  return db.selectFrom('create_attempts')
-    .select(['error_code', 'error_detail'])
-    .where('supplier_id', '=', supplierId)
-    .where('external_account_number', '=', externalAccountNumber)
-    .where('outcome', '=', 'failed')
-    .orderBy('id', 'desc')
-    .limit(1)
+export interface StatusRow {
+  service_account_number: string | null;
+  in_progress: boolean;
+  error_code: string | null;
+  error_detail: string | null;
+  failed: boolean;
+}
+
+/**
+ * Everything the status endpoint needs in one round trip: the caller's supplier, the import process,
+ * its account, whether a create holds its lock (looked up only while pending) and the latest failed
+ * attempt. No row when the supplier is not the caller's or the account was never staged.
+ */
+export function findStatusRow(db: Db, organisationId: number, code: string, externalAccountNumber: string): Promise<StatusRow | undefined> {
+  return db.selectFrom('import_suppliers as s')
+    .innerJoin('account_imports as ai', (join) => join.onRef('ai.supplier_id', '=', 's.id')
+      .on('ai.external_account_number', '=', externalAccountNumber))
+    .leftJoin('accounts as a', 'a.id', 'ai.account_id')
+    .leftJoinLateral((eb) => eb.selectFrom('create_attempts as ca')
+      .select(['ca.error_code', 'ca.error_detail'])
+      .whereRef('ca.supplier_id', '=', 's.id')
+      .where('ca.external_account_number', '=', externalAccountNumber)
+      .where('ca.outcome', '=', 'failed')
+      .orderBy('ca.id', 'desc').limit(1).as('la'), (join) => join.onTrue())
+    .select([
+      'a.number as service_account_number', 'la.error_code', 'la.error_detail',
+      sql<boolean>`la.error_code IS NOT NULL OR la.error_detail IS NOT NULL`.as('failed'),
+      sql<boolean>`CASE WHEN a.id IS NULL THEN ${accountLockHeld(sql.ref('ai.id'))} ELSE false END`.as('in_progress'),
+    ])
+    .where('s.code', '=', code)
+    .where('s.organisation_id', '=', organisationId)
     .executeTakeFirst();
 }

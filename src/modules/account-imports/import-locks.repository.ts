@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 
 // Coordination of creates across every instance over one PostgreSQL, with transaction-level
@@ -32,16 +32,17 @@ export async function tryLockAccount(trx: Transaction<Database>, importId: numbe
   return rows[0]?.locked === true;
 }
 
-/** Whether some session holds the account lock now: a create is running (status IN_PROGRESS). */
-export async function isAccountLocked(db: Kysely<Database>, importId: number): Promise<boolean> {
-  const { rows } = await sql<{ held: boolean }>`
-    SELECT EXISTS (
+/**
+ * Whether some session holds the account lock of the import process `importId` (an SQL expression,
+ * so a query can test it for its own row): a create is running, status IN_PROGRESS.
+ */
+export function accountLockHeld(importId: RawBuilder<unknown> | number): RawBuilder<boolean> {
+  return sql<boolean>`EXISTS (
       SELECT 1 FROM pg_locks
       WHERE locktype = 'advisory' AND granted AND objsubid = 1
         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-        AND classid = ${ACCOUNT_LOCK_SPACE}::int8::oid AND objid = ${importId}::int8::oid
-    ) AS held`.execute(db);
-  return rows[0]?.held === true;
+        AND classid = ${ACCOUNT_LOCK_SPACE}::int8::oid AND objid = (${importId})::int8::oid
+    )`;
 }
 
 /**
