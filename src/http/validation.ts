@@ -149,25 +149,34 @@ export function compileValidator(schema: object, ajv: Ajv = bodyAjv): Validator 
  * jsonb. JSON can carry both, so every string and key of a body (free-form values included) is
  * checked here, once, instead of failing at the store. The walk is iterative: bodies nest freely.
  */
+// Runs on every body: plain loops, no closures made per value (tsx's keepNames wraps each one).
 export function findUnstorableText(data: unknown): FieldError[] {
   const found: FieldError[] = [];
-  const bad = (text: string) => text.includes('\u0000') || !text.isWellFormed();
   const stack: Array<[unknown, string]> = [[data, '']];
   while (stack.length > 0 && found.length < 100) {
     const [value, path] = stack.pop()!;
-    const join = (key: string) => (path ? `${path}.${key}` : key);
     if (typeof value === 'string') {
-      if (bad(value)) found.push({ code: 'invalid', detail: 'Text must not contain NUL characters or unpaired surrogates.', attr: path || 'non_field_errors' });
+      if (isUnstorable(value)) found.push({ code: 'invalid', detail: 'Text must not contain NUL characters or unpaired surrogates.', attr: path || 'non_field_errors' });
     } else if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i -= 1) stack.push([value[i], join(String(i))]);
+      for (let i = value.length - 1; i >= 0; i -= 1) stack.push([value[i], joinPath(path, String(i))]);
     } else if (value && typeof value === 'object') {
-      for (const [key, child] of Object.entries(value).reverse()) {
-        if (bad(key)) found.push({ code: 'invalid', detail: 'Field names must not contain NUL characters or unpaired surrogates.', attr: join(key.replace(/[\u0000\ud800-\udfff]/g, '?')) });
-        else stack.push([child, join(key)]);
+      const keys = Object.keys(value);
+      for (let i = keys.length - 1; i >= 0; i -= 1) {
+        const key = keys[i]!;
+        if (isUnstorable(key)) found.push({ code: 'invalid', detail: 'Field names must not contain NUL characters or unpaired surrogates.', attr: joinPath(path, key.replace(/[\u0000\ud800-\udfff]/g, '?')) });
+        else stack.push([(value as Record<string, unknown>)[key], joinPath(path, key)]);
       }
     }
   }
   return found;
+}
+
+function isUnstorable(text: string): boolean {
+  return text.includes('\u0000') || !text.isWellFormed();
+}
+
+function joinPath(path: string, key: string): string {
+  return path ? `${path}.${key}` : key;
 }
 
 /** The top-level code a schema's failures carry (`x-error-code`, default `invalid`). */

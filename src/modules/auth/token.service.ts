@@ -26,7 +26,9 @@ export interface TokenService {
 }
 
 export async function createTokenService(db: Kysely<Database>, options: TokenServiceOptions): Promise<TokenService> {
-  const secret = new TextEncoder().encode(options.tokenSecret ?? await storedSigningKey(db));
+  // Imported once: given raw bytes, jose would import the key through WebCrypto on every sign and verify.
+  const secret = await crypto.subtle.importKey('raw', new TextEncoder().encode(options.tokenSecret ?? await storedSigningKey(db)),
+    { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   const failed = () => new AppError('authentication_failed', 'Invalid or revoked credentials.');
 
   async function issue(caller: Caller): Promise<TokenPair> {
