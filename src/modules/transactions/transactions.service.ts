@@ -8,7 +8,7 @@ import { insertNote } from '../notes/notes.repository.ts';
 import { decimalString, moneyString } from './money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
-  findOpenPeriodStart, findTransactionsById, insertTransactions, type NewTransaction, type TransactionRow,
+  findOpenPeriodStart, findTransactionsById, insertTransactions, type NewTransactionValues, type TransactionRow,
 } from './transactions.repository.ts';
 
 export interface ImportOptions { checkPreviouslyAdded: boolean; forceAddToCurrentStatement: boolean }
@@ -33,7 +33,7 @@ export async function importTransactions(
       for (const row of await findTransactionsById(trx, account.id, ids)) existing.set(row.transaction_id, row);
     }
 
-    const rows: NewTransaction[] = [];
+    const rows: NewTransactionValues[] = [];
     const moved: Array<{ id: string; from: string }> = [];
     body.transactions.forEach((item, index) => {
       if (existing.has(item.transaction_id)) return;
@@ -50,10 +50,10 @@ export async function importTransactions(
         moved.push({ id: item.transaction_id, from: date });
         date = periodStart;
       }
-      rows.push(toRow(account.id, item, date, description));
+      rows.push(toRow(item, date, description));
     });
 
-    const inserted = rows.length > 0 ? await insertTransactions(trx, rows) : [];
+    const inserted = rows.length > 0 ? await insertTransactions(trx, account.id, rows) : [];
     const added = new Map(inserted.map((row) => [row.transaction_id, row]));
     if (added.size < rows.length) {
       const index = body.transactions.findIndex((item) => !existing.has(item.transaction_id) && !added.has(item.transaction_id));
@@ -77,9 +77,8 @@ export async function importTransactions(
   });
 }
 
-function toRow(accountId: number, item: TransactionItem, date: string, description: string | null): NewTransaction {
+function toRow(item: TransactionItem, date: string, description: string | null): NewTransactionValues {
   return {
-    account_id: accountId,
     transaction_id: item.transaction_id,
     transaction_date: date,
     original_date: description ? item.transaction_date : null,
@@ -91,8 +90,8 @@ function toRow(accountId: number, item: TransactionItem, date: string, descripti
     reference: 'reference' in item ? item.reference ?? null : null,
     payment_type: 'payment_type' in item ? item.payment_type ?? null : null,
     product_code: 'product_code' in item ? item.product_code ?? null : null,
-    line_items: 'line_items' in item && item.line_items ? JSON.stringify(item.line_items) : null,
-    tax_items: 'tax_items' in item && item.tax_items ? JSON.stringify(item.tax_items) : null,
+    line_items: 'line_items' in item && item.line_items ? item.line_items : null,
+    tax_items: 'tax_items' in item && item.tax_items ? item.tax_items : null,
     description,
   };
 }
