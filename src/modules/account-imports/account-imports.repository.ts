@@ -39,9 +39,13 @@ export function findImportState(db: Db, supplierId: number, externalAccountNumbe
     .executeTakeFirst();
 }
 
-export async function findStagedData(trx: Transaction<Database>, importId: number): Promise<unknown> {
-  const row = await trx.selectFrom('account_imports').select('data').where('id', '=', importId).executeTakeFirstOrThrow();
-  return row.data;
+/** The import process with its staged data, read under the account lock by the create. */
+export function findStagedForCreate(trx: Transaction<Database>, importId: number): Promise<ImportState & { data: unknown }> {
+  return trx.selectFrom('account_imports as ai')
+    .leftJoin('accounts as a', 'a.id', 'ai.account_id')
+    .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', 'ai.data'])
+    .where('ai.id', '=', importId)
+    .executeTakeFirstOrThrow();
 }
 
 /** Set in the creating transaction: from here on the account is imported. */
@@ -59,7 +63,7 @@ export interface AttemptRecord {
   errorDetail: string | null;
 }
 
-export async function insertAttempt(db: Db, attempt: AttemptRecord): Promise<void> {
+export async function insertAttempt(db: Db | Transaction<Database>, attempt: AttemptRecord): Promise<void> {
   await db.insertInto('create_attempts').values({
     supplier_id: attempt.supplierId,
     external_account_number: attempt.externalAccountNumber,

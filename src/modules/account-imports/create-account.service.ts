@@ -42,8 +42,8 @@ export async function createAccount(deps: CreateAccountDeps, caller: Caller, bod
   const attempt = { supplierId: supplier.id, externalAccountNumber: body.external_account_number, dryRun, startedAt };
   try {
     requireSupplierOpen(supplier, 'import_supplier_code');
-    const number = await create(deps, supplier, body);
-    await record(deps.db, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null });
+    // A successful create records its attempt inside its own transaction (one commit, not two).
+    const number = await create(deps, supplier, body, attempt);
     return { service_account_number: number };
   } catch (error) {
     const appError = error instanceof AppError ? error : null;
@@ -63,7 +63,9 @@ async function record(db: Db, attempt: imports.AttemptRecord): Promise<void> {
   await imports.insertAttempt(db, attempt).catch(() => {});
 }
 
-async function create(deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccountBody): Promise<string> {
+async function create(
+  deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccountBody, attempt: Omit<imports.AttemptRecord, 'outcome' | 'errorCode' | 'errorDetail'>,
+): Promise<string> {
   const ext = body.external_account_number;
   const seen = await imports.findImportState(deps.db, supplier.id, ext);
   if (!seen) throw errors.accountNotStaged(ext);
@@ -73,8 +75,8 @@ async function create(deps: CreateAccountDeps, supplier: Supplier, body: Process
   try {
     return await deps.db.transaction().execute(async (trx) => {
       if (!(await tryLockAccount(trx, seen.id))) throw errors.accountImportInProgress(ext);
-      const state = await imports.findImportState(trx, supplier.id, ext);
-      if (!state) throw errors.accountNotStaged(ext);
+      // Read again under the lock, with the staged data: this read decides.
+      const state = await imports.findStagedForCreate(trx, seen.id);
       errors.requireNotImportedOrSkipped(ext, state);
 
       const team = await findTeamByName(trx, body.operations_team_name);
@@ -87,14 +89,14 @@ async function create(deps: CreateAccountDeps, supplier: Supplier, body: Process
           undefined, undefined, { 'Retry-After': RETRY_AFTER_SECONDS });
       }
 
-      const staged = await imports.findStagedData(trx, state.id);
-      const invalid = validateAccountData(staged);
+      const invalid = validateAccountData(state.data);
       if (invalid) throw validationError('account_failed_validation', invalid);
-      data = staged as AccountData;
+      data = state.data as AccountData;
       await requireIdentifiersFree(trx, data);
 
       const number = await buildAccount(trx, { importId: state.id, ext, supplier, teamId: team.id, data });
       if (body.dry_run === true) throw new DryRunRollback();
+      await imports.insertAttempt(trx, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null });
       return number;
     });
   } catch (error) {
