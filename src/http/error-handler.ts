@@ -55,7 +55,9 @@ function toAppError(error: FastifyError | AppError): AppError {
 function isConnectionError(error: { code?: unknown; message?: string }): boolean {
   const code = typeof error.code === 'string' ? error.code : '';
   return ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code)
-    || /Connection terminated|timeout exceeded when trying to connect/.test(error.message ?? '');
+    // pg gives no code for a client whose connection broke (a rollback on it fails with the last one).
+    || /Connection terminated|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable/
+      .test(error.message ?? '');
 }
 
 /**

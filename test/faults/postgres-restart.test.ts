@@ -81,6 +81,8 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false }, () =
     assert.ok(recoveredAt > 0, 'the service recovered without a restart');
     assert.equal(server.child.exitCode, null, 'the server process stayed up');
     assert.ok(failures.length > 0, 'the outage was seen');
+    const unexpected = server.logs.filter((line) => line.includes('request failed'));
+    if (unexpected.length > 0) ctx.diagnostic(`server errors: ${unexpected.slice(0, 3).join('\n')}`);
     for (const { at, answer } of failures) {
       assert.ok(answer.status !== 0, `a request hung for ${HANG_MS} ms`);
       assert.ok(answer.status !== -1, `the server refused a connection: ${answer.text}`);
