@@ -204,8 +204,8 @@ describe('POST payment-instruction/create/: supplier, account, vendor', () => {
     for (const number of [unique('EXT'), staged]) {
       for (const vendorCode of [vendor, 'NO-SUCH-VENDOR']) {
         const res = await post(tenant, bodyFor(tenant, number, vendorCode, 'ref-1'));
-        assertError(res, 404, 'account_not_found');
-        assert.equal(res.json.detail, `No imported account "${number}" for supplier "${tenant.supplier}".`);
+        assertError(res, 404, 'account_not_found', 'external_account_number');
+        assert.equal(res.json.detail, `No imported account "${number}" for this import supplier.`);
       }
     }
   });

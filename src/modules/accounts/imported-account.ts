@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../http/errors.ts';
 
@@ -12,6 +12,20 @@ export async function lockImportedAccount(
   const account = await trx.selectFrom('accounts').select('id')
     .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber)
     .forUpdate()
+    .executeTakeFirst();
+  if (!account) throw accountNotFound(externalAccountNumber);
+  return account;
+}
+
+/**
+ * The same lookup without a lock, for an import that must not hold a transaction open (the payment
+ * instruction calls its vendor first). Throws the same 404.
+ */
+export async function findImportedAccount(
+  db: Kysely<Database>, supplierId: number, externalAccountNumber: string,
+): Promise<{ id: number; number: string }> {
+  const account = await db.selectFrom('accounts').select(['id', 'number'])
+    .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber)
     .executeTakeFirst();
   if (!account) throw accountNotFound(externalAccountNumber);
   return account;

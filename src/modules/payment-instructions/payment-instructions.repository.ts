@@ -6,12 +6,6 @@ import type { Database } from '../../db/schema.ts';
 type Db = Kysely<Database>;
 
 /** An account created from the supplier's staged data; merely staged data has no accounts row. */
-export function findAccount(db: Db, supplierId: number, externalAccountNumber: string) {
-  return db.selectFrom('accounts').select(['id', 'number'])
-    .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber)
-    .executeTakeFirst();
-}
-
 export function findVendorByCode(db: Db, code: string) {
   return db.selectFrom('payment_vendors').selectAll().where('code', '=', code).executeTakeFirst();
 }

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
+import { findImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../auth/token.service.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import * as repo from './payment-instructions.repository.ts';
@@ -19,10 +20,7 @@ export async function createPaymentInstruction(
   db: Db, caller: Caller, body: CreatePaymentInstructionBody, clientFor: VendorClientFactory = createVendorClient,
 ): Promise<CreatePaymentInstructionReply> {
   const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
-  const account = await repo.findAccount(db, supplier.id, body.external_account_number);
-  if (!account) {
-    throw new AppError('account_not_found', `No imported account "${body.external_account_number}" for supplier "${supplier.code}".`);
-  }
+  const account = await findImportedAccount(db, supplier.id, body.external_account_number);
   const vendor = await repo.findVendorByCode(db, body.vendor);
   if (!vendor) throw AppError.field('payment_vendor_not_found', `No payment vendor with code "${body.vendor}".`, 'vendor');
   const reply = { service_account_number: account.number, reference: body.reference };
