@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { AccountData, Register, SupplyPoint } from '../account-data/account-data.schemas.ts';
+import { insertNotes } from '../notes/notes.repository.ts';
 import * as tree from './account-tree.repository.ts';
 
 // Maps validated account data onto the rows of a new account, one table at a time: the parents of a
@@ -109,14 +110,13 @@ export async function writeAccountTree(trx: Transaction<Database>, accountId: nu
 
   const notes = data.notes ?? [];
   if (notes.length > 0) {
-    await tree.insertNotes(trx, notes.map((n) => ({
-      account_id: accountId,
+    await insertNotes(trx, accountId, notes.map((n) => ({
       body: orNull(n.body),
-      // Stored as the plain list of paths, as the notes import stores them (their dedupe compares it).
-      document_paths: JSON.stringify((n.document_paths ?? []).map((d) => d.document_path)),
-      created_at: orNull(n.created_at),
-      is_pinned: n.is_pinned ?? false,
-      unpin_at: orNull(n.unpin_at),
+      // The plain list of paths, as the notes import stores them (its dedupe compares them).
+      documentPaths: (n.document_paths ?? []).map((d) => d.document_path),
+      createdAt: n.created_at ? new Date(n.created_at) : null,
+      isPinned: n.is_pinned ?? false,
+      unpinAt: n.unpin_at ? new Date(n.unpin_at) : null,
     })));
   }
 }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 
 // Writes a created account's rows: one multi-row INSERT per table (chunked only past PostgreSQL's
@@ -119,17 +119,3 @@ export async function insertTransferReadings(trx: Trx, rows: TransferReadingRow[
   for (const chunk of chunksOf(rows, 5)) await trx.insertInto('transfer_readings').values(chunk).execute();
 }
 
-/** A note without created_at gets the transaction's time (UTC in the database). */
-export interface NoteRow {
-  account_id: number; body: string | null; document_paths: string; created_at: string | null;
-  is_pinned: boolean; unpin_at: string | null;
-}
-
-export async function insertNotes(trx: Trx, rows: NoteRow[]): Promise<void> {
-  for (const chunk of chunksOf(rows, 6)) {
-    await trx.insertInto('notes').values(chunk.map((n) => ({
-      ...n,
-      created_at: n.created_at ?? sql<Date>`now()`,
-    }))).execute();
-  }
-}

@@ -6,39 +6,39 @@ type Trx = Transaction<Database>;
 export interface NoteRow {
   body: string | null;
   documentPaths: string[];
-  createdAt: Date;
+  /** Null: the transaction's time. */
+  createdAt: Date | null;
   isPinned: boolean;
   unpinAt: Date | null;
 }
 
+export interface StoredNote { body: string | null; documentPaths: string[]; createdAt: Date }
+
 /**
- * A note on the account that makes `note` a repeat (D8): the same body (and the same created_at when
- * one was sent). A note without a body repeats one with no body and the same set of document paths.
+ * The account's notes whose body is one of `bodies` ('' stands for no body): every note a batch could
+ * repeat (D8), in one query through the expression of notes_account_body_idx.
  */
-export function findSameNote(trx: Trx, accountId: number, note: { body: string | null; documentPaths: string[]; createdAt: Date | null }) {
-  let query = trx.selectFrom('notes').select('created_at').where('account_id', '=', accountId)
-    // The expression of notes_account_body_idx, so a long note history is not scanned.
-    .where(sql<string>`md5(coalesce(body, ''))`, '=', sql<string>`md5(${note.body ?? ''}::text)`);
-  if (note.body !== null) {
-    query = query.where('body', '=', note.body);
-  } else {
-    const paths = JSON.stringify(note.documentPaths);
-    query = query.where('body', 'is', null)
-      .where(sql<boolean>`document_paths @> ${paths}::jsonb and document_paths <@ ${paths}::jsonb`);
-  }
-  if (note.createdAt) query = query.where('created_at', '=', note.createdAt);
-  return query.limit(1).executeTakeFirst();
+export async function findNotesWithBodies(trx: Trx, accountId: number, bodies: string[]): Promise<StoredNote[]> {
+  if (bodies.length === 0) return [];
+  const rows = await trx.selectFrom('notes').select(['body', 'document_paths', 'created_at'])
+    .where('account_id', '=', accountId)
+    .where(sql<string>`md5(coalesce(body, ''))`, 'in',
+      sql<string>`(SELECT md5(b) FROM jsonb_array_elements_text(${JSON.stringify(bodies)}::jsonb) AS b)`)
+    .execute();
+  return rows.map((r) => ({ body: r.body, documentPaths: r.document_paths as string[], createdAt: r.created_at }));
 }
 
-export function insertNote(trx: Trx, accountId: number, note: NoteRow) {
-  return trx.insertInto('notes').values({
+/** One multi-row insert for the notes of a request, of a created account, or of a forced batch. */
+export async function insertNotes(trx: Trx, accountId: number, notes: NoteRow[]): Promise<void> {
+  if (notes.length === 0) return;
+  await trx.insertInto('notes').values(notes.map((note) => ({
     account_id: accountId,
     body: note.body,
     document_paths: JSON.stringify(note.documentPaths),
-    created_at: note.createdAt,
+    created_at: note.createdAt ?? sql<Date>`now()`,
     is_pinned: note.isPinned,
     unpin_at: note.unpinAt,
-  }).returning(['id', 'created_at']).executeTakeFirstOrThrow();
+  }))).execute();
 }
 
 export async function countNotes(db: Kysely<Database>, accountId: number): Promise<number> {

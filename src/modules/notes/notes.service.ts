@@ -6,7 +6,7 @@ import { lockImportedAccount } from '../accounts/imported-account.ts';
 import { utcSeconds } from '../../http/wire.schemas.ts';
 import type { Caller } from '../auth/token.service.ts';
 import type { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
-import { findSameNote, insertNote } from './notes.repository.ts';
+import { findNotesWithBodies, insertNotes, type NoteRow, type StoredNote } from './notes.repository.ts';
 
 /**
  * Imports notes onto an account (spec 4.4, D8). A note is created only when the account has no note
@@ -17,26 +17,39 @@ import { findSameNote, insertNote } from './notes.repository.ts';
  */
 export async function importNotes(db: Kysely<Database>, caller: Caller, body: CreateNotesBody): Promise<CreateNotesResponse> {
   const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
-  // One clock reading per request: the default created_at of every note in it (D5: UTC).
   const now = new Date(Math.floor(Date.now() / 1000) * 1000);
   return db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
-    const results: CreateNotesResponse = [];
-    for (const note of body.notes) {
-      const wanted = toNoteValues(note);
-      const same = await findSameNote(trx, account.id, wanted);
-      if (same) {
-        results.push({ created_at: utcSeconds(same.created_at), body: wanted.body, status: 'NOTE_ALREADY_EXISTS' });
-        continue;
-      }
-      const created = await insertNote(trx, account.id, {
-        ...wanted, createdAt: wanted.createdAt ?? now, isPinned: note.is_pinned ?? false,
-        unpinAt: note.unpin_at ? new Date(note.unpin_at) : null,
-      });
-      results.push({ created_at: utcSeconds(created.created_at), body: wanted.body, status: 'NOTE_CREATION_SUCCESS' });
-    }
+    const wanted = body.notes.map(toNoteValues);
+    // Every note the batch could repeat, in one query; then the batch is matched in memory, against
+    // the stored notes and its own earlier items, and written in one insert.
+    const known = await findNotesWithBodies(trx, account.id, [...new Set(wanted.map((w) => w.body ?? ''))]);
+    const fresh: NoteRow[] = [];
+    const results: CreateNotesResponse = wanted.map((w, index) => {
+      const same = known.find((k) => repeats(k, w));
+      if (same) return { created_at: utcSeconds(same.createdAt), body: w.body, status: 'NOTE_ALREADY_EXISTS' as const };
+      const note = body.notes[index]!;
+      const createdAt = w.createdAt ?? now;
+      fresh.push({ ...w, createdAt, isPinned: note.is_pinned ?? false, unpinAt: note.unpin_at ? new Date(note.unpin_at) : null });
+      known.push({ body: w.body, documentPaths: w.documentPaths, createdAt });
+      return { created_at: utcSeconds(createdAt), body: w.body, status: 'NOTE_CREATION_SUCCESS' as const };
+    });
+    await insertNotes(trx, account.id, fresh);
     return results;
   });
+}
+
+/**
+ * D8: a note repeats one with the same body (and the same created_at when one was sent). A note
+ * without a body repeats one with no body and the same set of document paths.
+ */
+function repeats(stored: StoredNote, note: { body: string | null; documentPaths: string[]; createdAt: Date | null }): boolean {
+  if (note.createdAt && stored.createdAt.getTime() !== note.createdAt.getTime()) return false;
+  if (note.body !== null) return stored.body === note.body;
+  if (stored.body !== null) return false;
+  const a = new Set(stored.documentPaths);
+  const b = new Set(note.documentPaths);
+  return a.size === b.size && [...a].every((path) => b.has(path));
 }
 
 function toNoteValues(note: Note): { body: string | null; documentPaths: string[]; createdAt: Date | null } {

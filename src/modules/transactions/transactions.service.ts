@@ -4,7 +4,7 @@ import { requireCallerSupplier } from '../../http/auth.ts';
 import { AppError } from '../../http/errors.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../auth/token.service.ts';
-import { insertNote } from '../notes/notes.repository.ts';
+import { insertNotes } from '../notes/notes.repository.ts';
 import { decimalString, moneyString } from './money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
@@ -61,9 +61,9 @@ export async function importTransactions(
       throw importError(`Transaction "${item.transaction_id}" was added to this account before.`, `transactions.${index}.transaction_id`, item);
     }
     if (moved.length > 0 && periodStart !== null) {
-      await insertNote(trx, account.id, {
+      await insertNotes(trx, account.id, [{
         body: movedNoteBody(moved, periodStart), documentPaths: [], createdAt: new Date(), isPinned: true, unpinAt: null,
-      });
+      }]);
     }
 
     return {
