@@ -6,6 +6,7 @@ import {
   AccountData, COVER_MATERIALS, ENERGIZATION_STATUSES, METER_BASES, METER_PHASES, METER_STATUSES, REGISTER_TYPES,
   SUPPLY_TYPES, validateAccountData,
 } from '../../src/modules/account-data/account-data.schemas.ts';
+import { insertImportedAccount } from '../support/accounts.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant } from '../support/test-app.ts';
 
@@ -79,6 +80,13 @@ describe('validate-account: success', () => {
     const paused = await createTenant(t, { status: 'paused' });
     const res = await validate(accountPayload(paused.supplier), paused.token);
     assert.equal(res.status, 200);
+  });
+
+  test('an account already imported still validates: its state is staging\'s business (D5)', async () => {
+    const imported = await insertImportedAccount(t, tenant);
+    const res = await validate(accountPayload(tenant.supplier, { external_account_number: imported.externalAccountNumber }));
+    assert.equal(res.status, 200);
+    assert.equal(res.json.external_account_number, imported.externalAccountNumber);
   });
 });
 
