@@ -12,7 +12,13 @@ export interface BenchConfig {
   /** Accounts of the one supplier behind the list and status rows, per store. */
   readonly accounts: Record<BenchStore, number>;
   readonly stores: readonly BenchStore[];
-  /** Rows to run (validate, staging, create, transactions, lists, status); all when unset. */
+  /** Records of the migration-job row (account, statement, 20 transactions, 2 notes each). */
+  readonly jobRecords: number;
+  /** Minimal records of the upload-memory row. */
+  readonly uploadRecords: number;
+  /** The service's WORKER_CONCURRENCY, and the job baseline's concurrency. */
+  readonly jobWorkers: number;
+  /** Rows to run (validate, staging, create, transactions, events, jobs, upload, lists, status); all when unset. */
   readonly only: ReadonlySet<string> | undefined;
   readonly adminUrl: string;
   readonly cpuProfile: boolean;
@@ -43,6 +49,9 @@ export function loadBenchConfig(): BenchConfig {
     // PGlite is the embedded single-process store; its list rows default to 200,000 accounts to keep a
     // full run near 15 minutes (BENCH_PGLITE_ACCOUNTS=1000000 for the full figure).
     accounts: { postgres: accounts, pglite: int('BENCH_PGLITE_ACCOUNTS', quick ? accounts : Math.min(accounts, 200_000)) },
+    jobRecords: int('BENCH_JOB_RECORDS', quick ? 500 : 10_000),
+    uploadRecords: int('BENCH_UPLOAD_RECORDS', quick ? 20_000 : 1_000_000),
+    jobWorkers: int('BENCH_JOB_WORKERS', 8),
     stores: stores as BenchStore[],
     only,
     adminUrl: process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',

@@ -6,32 +6,42 @@ import { sql } from 'kysely';
 import type { Config } from './config.ts';
 import type { Store } from './db/store.ts';
 import { graphqlRoutes } from './graphql/graphql.routes.ts';
-import { authGuard } from './http/auth.ts';
+import { authenticate, authGuard, isGuardedPath } from './http/auth.ts';
+import { registerBodyReading } from './http/body-encoding.ts';
 import { handleClientError, registerErrorHandling } from './http/error-handler.ts';
-import { AppError } from './http/errors.ts';
+import { AppError } from './core/errors.ts';
+import { queryBooleanReader } from './http/query-booleans.ts';
 import { trackRoutes } from './http/method-not-allowed.ts';
 import { registerMetrics } from './http/metrics.ts';
-import { ErrorBody } from './http/wire.schemas.ts';
+import { registerDashboard } from './http/dashboard.ts';
+import { registerDomainMetrics } from './http/domain-metrics.ts';
+import { ErrorBody } from './schemas/error-body.ts';
 import type { RouteDeps } from './http/route-deps.ts';
-import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from './http/validation.ts';
+import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from './core/validation.ts';
 import { accountDataRoutes } from './modules/account-data/account-data.routes.ts';
 import { accountImportsRoutes } from './modules/account-imports/account-imports.routes.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import type { TokenService } from './modules/auth/token.service.ts';
+import type { JobQueue } from './queue/queue.ts';
+import { eventsRoutes } from './modules/events/events.routes.ts';
+import { migrationJobsRoutes } from './modules/migration-jobs/migration-jobs.routes.ts';
 import { notesRoutes } from './modules/notes/notes.routes.ts';
 import { paymentInstructionsRoutes } from './modules/payment-instructions/payment-instructions.routes.ts';
 import { statementsRoutes } from './modules/statements/statements.routes.ts';
+import { statsRoutes } from './modules/stats/stats.routes.ts';
 import { transactionsRoutes } from './modules/transactions/transactions.routes.ts';
 
 export interface AppOptions {
   config: Config;
   store: Store;
   tokens: TokenService;
+  /** The job queue (started by the caller): routes enqueue work on it. */
+  queue: JobQueue;
   logger?: FastifyBaseLogger;
 }
 
 /** Builds the whole HTTP app over a store. Never listens: main.ts and the tests do that. */
-export async function buildApp({ config, store, tokens, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, tokens, queue, logger }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
@@ -56,6 +66,7 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
   // Bodies are JSON only (D4): without this, Fastify's built-in text/plain parser would accept a
   // text body and fail it as a validation error instead of answering 415.
   app.removeContentTypeParser('text/plain');
+  registerBodyReading(app, config.bodyLimitBytes);
 
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
@@ -65,7 +76,9 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const validate = compileValidator(schema, httpPart === 'body' ? bodyAjv : queryAjv);
     const code = httpPart === 'body' ? errorCodeOf(schema) : 'invalid';
+    const readBooleans = httpPart === 'querystring' ? queryBooleanReader(schema) : () => {};
     return (data: unknown) => {
+      readBooleans(data);
       const errors = validate(data);
       return errors ? { error: validationError(code, errors) } : { value: data };
     };
@@ -73,13 +86,14 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
 
   registerErrorHandling(app);
   const allowedMethods = trackRoutes(app);
-  app.setNotFoundHandler((request, reply) => {
+  app.setNotFoundHandler(async (request) => {
     const path = request.url.split('?')[0] ?? '';
+    // The guard covers the whole /v1 prefix, unknown paths included (a 401 before any 404 or 405).
+    if (isGuardedPath(path)) await authenticate(tokens, request);
     const methods = allowedMethods(path.endsWith('/') ? path : `${path}/`).concat(allowedMethods(path));
-    const error = methods.length > 0
-      ? new AppError('method_not_allowed', `Method "${request.method}" not allowed.`, undefined, undefined, { Allow: [...new Set(methods)].join(', ') })
+    throw methods.length > 0
+      ? new AppError('method_not_allowed', `Method "${request.method}" not allowed.`, { headers: { Allow: [...new Set(methods)].join(', ') } })
       : new AppError('not_found', `No route for ${request.method} ${path}.`);
-    void reply.code(error.status).headers(error.headers ?? {}).send(error.body());
   });
 
   await app.register(swagger, {
@@ -97,18 +111,19 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  registerMetrics(app);
+  registerDomainMetrics(registerMetrics(app), store.db);
+  registerDashboard(app);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/readyz', { schema: { hide: true } }, async () => {
     try {
       await sql`select 1`.execute(store.db);
-      return { status: 'ready' };
     } catch {
-      return reply.code(503).send({ detail: 'The store is not reachable.', code: 'service_unavailable' });
+      throw new AppError('service_unavailable', 'The store is not reachable.');
     }
+    return { status: 'ready' };
   });
 
-  const deps: RouteDeps = { db: store.db, storeKind: store.kind, config, tokens };
+  const deps: RouteDeps = { db: store.db, storeKind: store.kind, config, tokens, queue };
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));
@@ -117,7 +132,7 @@ export async function buildApp({ config, store, tokens, logger }: AppOptions): P
       route.schema = { ...route.schema, response: { 401: ErrorBody, ...(route.schema?.response as object | undefined) } };
     });
     for (const routes of [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes, statementsRoutes,
-      paymentInstructionsRoutes, accountsRoutes]) {
+      paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, statsRoutes]) {
       await v1.register(routes, deps);
     }
   }, { prefix: '/v1/data-import' });

@@ -15,6 +15,20 @@ export interface Config {
   readonly smtpUrl: string | undefined;
   readonly emailFrom: string;
   readonly outboxIntervalMs: number;
+  /** Migration-record workers this instance runs (0: this instance only serves HTTP; no workers). */
+  readonly workerConcurrency: number;
+  /** Migration jobs (D11): records a job may hold, bytes an upload may carry. */
+  readonly jobMaxRecords: number;
+  readonly jobUploadLimitBytes: number;
+  /** Transient record failures: retries (with backoff from the delay, doubling), before the record fails. */
+  readonly jobRetryLimit: number;
+  readonly jobRetryDelaySeconds: number;
+  /** A record whose worker does not finish it in this time (a killed instance) runs again elsewhere. */
+  readonly jobRecordTimeoutSeconds: number;
+  /** While its supplier is paused, a record looks again after this long. */
+  readonly jobPauseRecheckSeconds: number;
+  /** How often the queue's maintenance (expiring jobs of dead workers) runs. */
+  readonly queueMaintenanceIntervalSeconds: number;
   readonly shutdownTimeoutMs: number;
   /** Slow clients: the whole request (headers and body) must arrive within this. */
   readonly requestTimeoutMs: number;
@@ -23,7 +37,20 @@ export interface Config {
   /** An idle socket is closed after this. */
   readonly connectionTimeoutMs: number;
   readonly demoSeed: boolean;
+  /** PostgreSQL sessions: idle-in-transaction and statement time-outs (ms, 0 = off), TCP keepalive delay. */
+  readonly dbIdleInTransactionTimeoutMs: number;
+  readonly dbStatementTimeoutMs: number;
+  readonly dbKeepAliveDelayMs: number;
+  /** Webhooks (D13): the first retry's delay; each next one is 4 times later (docs/events.md). */
+  readonly webhookRetryBaseMs: number;
+  /** Deliveries to loopback, private and link-local addresses are refused unless this is on. */
+  readonly webhookAllowPrivateNetworks: boolean;
+  /** Events and webhook delivery log rows older than this are deleted daily (D13: at least 30). */
+  readonly eventsRetentionDays: number;
 }
+
+// pino's levels: any other name makes pino throw at start-up, with a stack instead of one line.
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -62,6 +89,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (tokenSecret && tokenSecret.length < 32) problems.push('TOKEN_SECRET must be at least 32 characters');
   const emailTransport = (env.EMAIL_TRANSPORT || 'log') as Config['emailTransport'];
   if (!['log', 'smtp'].includes(emailTransport)) problems.push(`EMAIL_TRANSPORT must be log or smtp, got "${emailTransport}"`);
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   if (emailTransport === 'smtp' && !env.SMTP_URL) problems.push('SMTP_URL is required when EMAIL_TRANSPORT=smtp');
 
   const config: Config = {
@@ -69,7 +98,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: int('PORT', 8000, 0, 65535),
     databaseUrl,
     dataDir: env.DATA_DIR || './data',
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel,
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     processConcurrencyLimit: int('PROCESS_CONCURRENCY_LIMIT', 40, 0, 10_000),
     tokenSecret,
@@ -80,11 +109,25 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     emailFrom: env.EMAIL_FROM || 'no-reply@example.com',
     outboxIntervalMs: int('OUTBOX_INTERVAL_MS', 2000, 0, 3_600_000),
+    workerConcurrency: int('WORKER_CONCURRENCY', 8, 0, 1000),
+    jobMaxRecords: int('JOB_MAX_RECORDS', 1_000_000, 1, 100_000_000),
+    jobUploadLimitBytes: int('JOB_UPLOAD_LIMIT_BYTES', 1024 ** 3, 1024, 64 * 1024 ** 3),
+    jobRetryLimit: int('JOB_RETRY_LIMIT', 5, 0, 100),
+    jobRetryDelaySeconds: int('JOB_RETRY_DELAY_SECONDS', 8, 0, 3600),
+    jobRecordTimeoutSeconds: int('JOB_RECORD_TIMEOUT_SECONDS', 300, 5, 86_400),
+    jobPauseRecheckSeconds: int('JOB_PAUSE_RECHECK_SECONDS', 30, 1, 3600),
+    queueMaintenanceIntervalSeconds: int('QUEUE_MAINTENANCE_INTERVAL_SECONDS', 60, 1, 3600),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000),
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 30_000, 100, 3_600_000),
     connectionTimeoutMs: int('CONNECTION_TIMEOUT_MS', 120_000, 100, 3_600_000),
     demoSeed: bool('DEMO_SEED', !databaseUrl),
+    dbIdleInTransactionTimeoutMs: int('DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 30_000, 0, 3_600_000),
+    dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 60_000, 0, 3_600_000),
+    dbKeepAliveDelayMs: int('DB_KEEPALIVE_DELAY_MS', 10_000, 1_000, 3_600_000),
+    webhookRetryBaseMs: int('WEBHOOK_RETRY_BASE_MS', 5000, 10, 3_600_000),
+    webhookAllowPrivateNetworks: bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    eventsRetentionDays: int('EVENTS_RETENTION_DAYS', 30, 30, 3650),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

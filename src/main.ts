@@ -2,13 +2,13 @@ import closeWithGrace from 'close-with-grace';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { configOrExit, exitWith } from './exit.ts';
 import { acquireDataDirLock, DataDirLockedError, type DataDirLock } from './db/data-dir-lock.ts';
 import { migrate } from './db/migrate.ts';
-import { openStore } from './db/store.ts';
+import { openStore, sessionLimitsOf } from './db/store.ts';
 import { demoBanner, seedDemo } from './modules/admin/demo-seed.ts';
 import { createTokenService } from './modules/auth/token.service.ts';
-import { startOutboxSender } from './modules/email/outbox.sender.ts';
+import { openQueue, startWorkers } from './workers.ts';
 
 // config → logger → store → migrate → app → listen; graceful shutdown on SIGTERM/SIGINT.
 async function main(): Promise<void> {
@@ -26,42 +26,30 @@ async function main(): Promise<void> {
     }
   }
 
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sessionLimits: sessionLimitsOf(config) });
   const applied = await migrate(store);
   logger.info({ store: store.kind, applied }, 'store ready');
   const seed = config.demoSeed ? await seedDemo(store.db) : null;
   if (seed) logger.info({ organisation: seed.organisation, supplier: seed.supplier, team: seed.team }, 'demo data created');
   const tokens = await createTokenService(store.db, config);
-  const app = await buildApp({ config, store, tokens, logger });
-  const outbox = startOutboxSender({ db: store.db, config, logger });
+  const queue = await openQueue(store, logger, config);
+  const app = await buildApp({ config, store, tokens, queue, logger });
+  const workers = await startWorkers({ store, queue, config, logger });
 
   closeWithGrace({ delay: config.shutdownTimeoutMs, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
     // Stop accepting, let in-flight requests finish, then close the store: a create runs in one
     // transaction, so one cut short by the delay is rolled back, never half-written.
-    await app.close();
-    await outbox.stop();
+    // Workers stop taking jobs and finish the ones in hand (a job cut short runs again elsewhere).
+    await Promise.all([app.close(), workers.stop()]);
+    await queue.stop(config.shutdownTimeoutMs);
     await store.close();
     lock?.release();
   });
 
   await app.listen({ host: config.host, port: config.port });
   if (seed) process.stdout.write(demoBanner(seed, baseUrlOf(app.server.address() as AddressInfo)));
-}
-
-function configOrExit(): Config {
-  try {
-    return loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) exitWith(error.message, 2);
-    throw error;
-  }
-}
-
-function exitWith(reason: string, status = 1): never {
-  process.stderr.write(`${reason}\n`);
-  process.exit(status);
 }
 
 // The address to paste into curl: a wildcard bind is reached on the loopback address.

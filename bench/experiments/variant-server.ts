@@ -2,7 +2,9 @@ import { pino } from 'pino';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { openStore } from '../../src/db/store.ts';
-import { createTokenService, type Caller } from '../../src/modules/auth/token.service.ts';
+import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import type { Caller } from '../../src/core/caller.ts';
+import { openQueue } from '../../src/workers.ts';
 
 // An experiment, not the product: the service's own app with one thing changed, to measure what a
 // proposed fix would buy before anyone makes it. VARIANT=auth-cache keeps a verified token's caller
@@ -23,6 +25,8 @@ const tokens = process.env.VARIANT === 'auth-cache'
     },
   }
   : base;
-const app = await buildApp({ config, store, tokens, logger: pino({ level: config.logLevel }) });
+const logger = pino({ level: config.logLevel });
+const queue = await openQueue(store, logger, config);
+const app = await buildApp({ config, store, tokens, queue, logger });
 await app.listen({ host: config.host, port: config.port });
 process.on('SIGTERM', () => { void app.close().then(() => store.close()).then(() => process.exit(0)); });

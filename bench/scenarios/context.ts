@@ -19,6 +19,8 @@ export interface Ctx {
   server(): Server;
   restart(work: () => Promise<void>): Promise<void>;
   echo: Server;
+  /** Where started processes write their logs. */
+  logDir: string;
   headers: Record<string, string>;
   rows: Row[];
   /** Counters of the stage-new run, so create knows which accounts are staged. */

@@ -16,7 +16,7 @@ const RESTAGE_SET = 1000;
  * The service (or the echo server) under autocannon from a separate process. The server's own CPU
  * time per answer is taken too: unlike req/s it hardly moves when neighbours load the machine.
  */
-const http = (ctx: Ctx, server: () => Server, connections: number, source: (start: number) => LoadSpec['source']): Side =>
+export const http = (ctx: Ctx, server: () => Server, connections: number, source: (start: number) => LoadSpec['source']): Side =>
   async (seconds, warmupSeconds, start) => {
     const { pid, url } = server();
     const spec = { url, connections, headers: ctx.headers, source: source(start) };

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import * as admin from '../modules/admin/admin.service.ts';
+import * as webhooks from '../modules/webhooks/webhooks.service.ts';
 
 // The commands of D2, one entry each: what they take, what they do (a call into the admin
 // service) and how they read to a person. `--json` prints the object `run` returns, as D2 shows it.
@@ -118,6 +119,47 @@ export const COMMANDS: Command[] = [
       kind: flags.kind as string, url: flags.url as string, secret: flags.secret as string | undefined, timeoutMs: timeoutOf(flags),
     }),
     text: (r) => `Registered payment vendor ${String(r.vendor)} (${String(r.kind)}, ${String(r.url)}).`,
+  },
+  // Webhooks (D13). A bad --url or --events is a command-line mistake (status 2), found before the store opens.
+  {
+    name: 'webhook create', args: ['ORG'],
+    options: { url: { type: 'string', value: 'URL', required: true }, events: { type: 'string', value: 'TYPE,…' } },
+    summary: 'add a webhook endpoint for an organisation\'s events (all types unless --events); the signing secret is shown once',
+    check: (flags) => {
+      if (typeof flags.url === 'string') webhooks.checkWebhookUrl(flags.url);
+      webhooks.parseEventTypes(flags.events as string | undefined);
+    },
+    run: (db, [org], flags) => webhooks.createWebhook(db, org!, flags.url as string, flags.events as string | undefined),
+    text: (r) => `Created webhook ${String(r.webhook)} → ${String(r.url)} for ${r.events ? (r.events as string[]).join(', ') : 'all event types'}.\n`
+      + `Signing secret (shown once, keep it secret): ${String(r.secret)}`,
+  },
+  {
+    name: 'webhook list', args: ['ORG'], options: {},
+    summary: 'list an organisation\'s webhook endpoints',
+    run: (db, [org]) => webhooks.listWebhooks(db, org!),
+    text: (r) => {
+      const list = r.webhooks as webhooks.WebhookView[];
+      if (list.length === 0) return `Organisation "${String(r.organisation)}" has no webhook.`;
+      return list.map((w) => `${w.webhook} ${w.url} ${w.events ? w.events.join(',') : 'all'} `
+        + (w.enabled ? 'enabled' : `disabled (${w.disabled_reason ?? 'no reason'})`)).join('\n');
+    },
+  },
+  {
+    name: 'webhook delete', args: ['ID'], options: {},
+    summary: 'delete a webhook endpoint (its pending deliveries are dropped)',
+    run: (db, [id]) => webhooks.deleteWebhook(db, id!),
+    text: (r) => `Deleted webhook ${String(r.deleted)}.`,
+  },
+  {
+    name: 'webhook deliveries', args: ['ID'], options: {},
+    summary: `show a webhook's latest delivery attempts (up to ${webhooks.DELIVERIES_SHOWN}, newest first)`,
+    run: (db, [id]) => webhooks.webhookDeliveries(db, id!),
+    text: (r) => {
+      const list = r.deliveries as webhooks.DeliveryView[];
+      if (list.length === 0) return `Webhook ${String(r.webhook)} has no delivery yet.`;
+      return list.map((d) => `${d.at} event ${d.event} attempt ${d.attempt}: `
+        + `${d.status_code ?? 'no answer'} in ${d.latency_ms ?? '-'} ms${d.error ? ` (${d.error})` : ''}`).join('\n');
+    },
   },
 ];
 

@@ -1,8 +1,45 @@
-// Driver errors are recognised by SQLSTATE and constraint name, never by message text. Both pg and
-// PGlite expose `code` and `constraint` on their errors.
-export interface DriverError { code?: string; constraint?: string }
+// Driver errors are recognised here, and only here, by SQLSTATE and constraint name, never by
+// message text. Both pg and PGlite expose `code` and `constraint` on their errors. The one exception
+// is documented on isStoreUnavailable.
+export interface DriverError { code?: unknown; constraint?: unknown; message?: unknown }
+
+const SQLSTATE = {
+  uniqueViolation: '23505',
+  /** Text the store cannot keep: NUL in text (22021 character_not_in_repertoire), unpaired surrogates in jsonb (22P05), nesting past jsonb's depth (54001). */
+  unstorableInput: ['22021', '22P05', '54001'],
+  /** The server went away: admin_shutdown, crash_shutdown, cannot_connect_now, and the connection_exception class. */
+  unavailable: ['57P01', '57P02', '57P03', '08000', '08003', '08006'],
+} as const;
+
+/** Socket-level failures node reports while reaching the server. */
+const SOCKET_CODES = ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT'];
+
+/**
+ * pg's own failures carry no code at all (they come from the client library, not the server): a
+ * client whose connection broke, and the pool's connect timeout. Their message is all there is, so
+ * these exact messages of pg and pg-pool are matched, and nothing else is.
+ */
+const PG_CODELESS_UNAVAILABLE = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable|Client was closed and is not queryable)/;
+
+const codeOf = (error: unknown): string => {
+  const code = (error as DriverError | null)?.code;
+  return typeof code === 'string' ? code : '';
+};
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
-  const e = error as DriverError;
-  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+  return codeOf(error) === SQLSTATE.uniqueViolation
+    && (constraint === undefined || (error as DriverError).constraint === constraint);
+}
+
+/** Input the validator let through that the store still cannot keep: a client error, not ours. */
+export function isUnstorableInput(error: unknown): boolean {
+  return (SQLSTATE.unstorableInput as readonly string[]).includes(codeOf(error));
+}
+
+/** The store is unreachable (a restart, a network cut): a retryable condition rather than a bug. */
+export function isStoreUnavailable(error: unknown): boolean {
+  const code = codeOf(error);
+  if (code !== '') return (SQLSTATE.unavailable as readonly string[]).includes(code) || SOCKET_CODES.includes(code);
+  const message = (error as DriverError | null)?.message;
+  return typeof message === 'string' && PG_CODELESS_UNAVAILABLE.test(message);
 }

@@ -29,6 +29,9 @@ export interface PaymentVendorsTable {
 export interface AccountImportsTable {
   id: Id; supplier_id: number; external_account_number: string; data: Json<unknown>;
   staged_at: Timestamp; updated_at: Timestamp; skipped: Generated<boolean>; account_id: number | null;
+  // The latest create attempt, kept by a trigger of migration 007 (stats and the failures filter).
+  last_attempt_id: Generated<number | null>; last_attempt_outcome: Generated<string | null>;
+  last_error_code: Generated<string | null>; last_error_attr: Generated<string | null>;
 }
 export interface AccountsTable {
   id: Id; number: string; account_import_id: number; supplier_id: number; external_account_number: string;
@@ -67,7 +70,7 @@ export interface TransferReadingsTable {
 export interface CreateAttemptsTable {
   id: Id; supplier_id: number; external_account_number: string; dry_run: boolean;
   outcome: 'created' | 'dry_run_rolled_back' | 'failed'; error_code: string | null; error_detail: string | null;
-  started_at: Timestamp; finished_at: Timestamp;
+  started_at: Timestamp; finished_at: Timestamp; error_attr: Generated<string | null>;
 }
 export interface OutboxEmailsTable {
   id: Id; account_id: number; recipient: string; subject: string; body: string; created_at: Timestamp;
@@ -92,6 +95,37 @@ export interface PaymentInstructionsTable {
   id: Id; account_id: number; vendor_id: number; reference: string; type: string; status: string | null;
   details: JsonDefault<unknown>; active: Generated<boolean>; created_at: Timestamp;
 }
+export interface EventsTable {
+  id: Id; xid: Generated<string>; supplier_id: number; type: string; external_account_number: string | null;
+  data: Json<unknown>; created_at: Generated<Date>;
+}
+
+export interface MigrationJobsTable {
+  id: string; supplier_id: number; operations_team_id: number; dry_run: Generated<boolean>; state: Generated<string>;
+  cancel_requested: Generated<boolean>; not_before: Date | null; not_after: Date | null; total_lines: Generated<number>;
+  created_at: Generated<Date>; started_at: Date | null; finished_at: Date | null;
+}
+export interface MigrationJobRecordsTable {
+  job_id: string; line: number; external_account_number: string | null; record: Json<unknown> | null;
+  outcome: Generated<string>; step: string | null; created: boolean | null; service_account_number: string | null;
+  errors: JsonDefault<unknown>; final_at_upload: Generated<boolean>; enqueued: Generated<boolean>; attempts: Generated<number>;
+  created_at: Generated<Date>; finished_at: Date | null;
+}
+
+export interface WebhookEndpointsTable {
+  id: string; organisation_id: number; url: string; event_types: string[] | null; secret: string;
+  enabled: Generated<boolean>; disabled_reason: string | null; created_at: Generated<Date>;
+}
+export interface WebhookDeliveriesTable {
+  id: Id; endpoint_id: string; event_id: number; attempt: number; status_code: number | null;
+  latency_ms: number | null; error: string | null; at: Generated<Date>;
+}
+export interface WebhookFanoutCursorTable { singleton: Generated<boolean>; xid: string | null; event_id: number | null }
+
+export interface RefreshTokensTable {
+  jti: string; family_id: string; api_key_id: number; issued_at: Generated<Date>; expires_at: Date;
+  used_at: Date | null; revoked_at: Date | null;
+}
 
 export interface Database {
   organisations: OrganisationsTable;
@@ -115,6 +149,13 @@ export interface Database {
   transactions: TransactionsTable;
   statements: StatementsTable;
   payment_instructions: PaymentInstructionsTable;
+  events: EventsTable;
+  migration_jobs: MigrationJobsTable;
+  migration_job_records: MigrationJobRecordsTable;
+  refresh_tokens: RefreshTokensTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_fanout_cursor: WebhookFanoutCursorTable;
 }
 
 export type Supplier = Selectable<ImportSuppliersTable>;

@@ -26,16 +26,33 @@ export interface StoreOptions {
   /** PGlite data directory; `memory://` keeps it in memory (tests). */
   dataDir?: string;
   poolSize?: number;
+  /** Session limits on PostgreSQL (ms; 0 turns one off). Defaults: SESSION_LIMIT_DEFAULTS. */
+  sessionLimits?: Partial<SessionLimits>;
 }
+
+/**
+ * What bounds a session this process holds, so that a frozen or partitioned instance cannot keep
+ * locks, concurrency slots or an IN_PROGRESS create forever: PostgreSQL ends a session idle inside a
+ * transaction after `idleInTransactionMs` (rolling it back, which frees its advisory locks and row
+ * locks), cancels a statement running past `statementMs`, and TCP keepalives probe a silent peer.
+ */
+export interface SessionLimits { idleInTransactionMs: number; statementMs: number; keepAliveInitialDelayMs: number }
+export function sessionLimitsOf(config: { dbIdleInTransactionTimeoutMs: number; dbStatementTimeoutMs: number; dbKeepAliveDelayMs: number }): SessionLimits {
+  return { idleInTransactionMs: config.dbIdleInTransactionTimeoutMs, statementMs: config.dbStatementTimeoutMs, keepAliveInitialDelayMs: config.dbKeepAliveDelayMs };
+}
+export const SESSION_LIMIT_DEFAULTS: SessionLimits = { idleInTransactionMs: 30_000, statementMs: 60_000, keepAliveInitialDelayMs: 10_000 };
 
 export async function openStore(options: StoreOptions): Promise<Store> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 20) : openPGlite(options.dataDir ?? './data');
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 20, { ...SESSION_LIMIT_DEFAULTS, ...options.sessionLimits }) : openPGlite(options.dataDir ?? './data');
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<Store> {
+async function openPostgres(url: string, poolSize: number, limits: SessionLimits): Promise<Store> {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: limits.keepAliveInitialDelayMs,
+    options: `-c idle_in_transaction_session_timeout=${limits.idleInTransactionMs} -c statement_timeout=${limits.statementMs}`,
     connectionTimeoutMillis: 5_000,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>

@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
 import { execute, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult } from 'graphql';
-import { AppError } from '../http/errors.ts';
+import { AppError } from '../core/errors.ts';
+import { toAppError } from '../http/error-handler.ts';
 import type { RouteDeps } from '../http/route-deps.ts';
 import { graphqlSchema, type GraphqlContext } from './graphql.schema.ts';
 
@@ -43,12 +44,14 @@ const MAX_TOKENS = 5_000;
 export const graphqlRoutes: FastifyPluginAsync<RouteDeps> = async (app, { tokens }) => {
   const context: GraphqlContext = { tokens };
 
-  // Failures before the handler runs (body limit, media type, unparsable JSON) answer in the
-  // GraphQL shape too; this handler is scoped to this plugin, the REST routes keep theirs.
+  // Failures before the handler runs (body limit, media type, unparsable JSON, a lost store) are
+  // mapped by the one mapper of the REST routes and answered in the GraphQL shape; this handler is
+  // scoped to this plugin.
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
-    const failure = transportFailure(error);
+    const failure = toAppError(error);
     if (failure.status >= 500) request.log.error({ err: error }, 'graphql request failed');
-    return sendErrors(reply, failure.status, [graphqlError(failure.message, failure.code)]);
+    void reply.headers(failure.headers ?? {});
+    return sendErrors(reply, failure.status, [graphqlError(failure.detail, failure.code)]);
   });
 
   app.post('/graphql', {
@@ -126,22 +129,4 @@ function withCode(error: GraphQLError, code: string): GraphQLError {
 
 function sendErrors(reply: FastifyReply, status: number, errors: GraphQLError[]) {
   return reply.code(status).send({ errors: errors.map((e) => e.toJSON()) });
-}
-
-function transportFailure(error: FastifyError | AppError): { status: number; code: string; message: string } {
-  if (error instanceof AppError) return { status: error.status, code: error.code, message: error.detail };
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, code: 'payload_too_large', message: 'The request body is larger than the limit.' };
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, code: 'unsupported_media_type', message: 'Send the body as application/json.' };
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return { status: 400, code: 'parse_error', message: 'The body is empty; send a JSON document.' };
-    default:
-      break;
-  }
-  if (error.statusCode === 400 || error instanceof SyntaxError) {
-    return { status: 400, code: 'parse_error', message: 'The body is not valid JSON.' };
-  }
-  return { status: 500, code: 'internal_error', message: 'An unexpected error occurred. It has been logged with this request id.' };
 }

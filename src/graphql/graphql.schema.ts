@@ -1,7 +1,7 @@
 import {
   GraphQLError, GraphQLInputObjectType, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString,
 } from 'graphql';
-import { AppError } from '../http/errors.ts';
+import { AppError } from '../core/errors.ts';
 import type { TokenPair, TokenService } from '../modules/auth/token.service.ts';
 
 // The GraphQL interface of D3: one mutation, obtainToken, that trades an organisation API key or a

@@ -1,22 +1,45 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { Database, Supplier } from '../db/schema.ts';
-import type { Caller, TokenService } from '../modules/auth/token.service.ts';
-import { AppError } from './errors.ts';
+import type { Caller } from '../core/caller.ts';
+import { AppError } from '../core/errors.ts';
+import type { TokenService } from '../modules/auth/token.service.ts';
 
 declare module 'fastify' {
   interface FastifyRequest { caller?: Caller }
 }
 
-/** The REST guard: `Authorization: Token <token>` (spec 5, D3). Runs before the body is parsed. */
+/**
+ * The REST guard: `Authorization: Token <token>` (spec 5, D3). Runs before the body is parsed. The scheme
+ * name is case-insensitive (RFC 9110 11.1), so `token …` works too.
+ */
 export function authGuard(tokens: TokenService): onRequestHookHandler {
-  return async (request) => {
-    const header = request.headers.authorization;
-    if (!header) throw new AppError('not_authenticated', 'Authentication credentials were not provided.');
-    const match = /^Token\s+(\S+)\s*$/.exec(header);
-    if (!match) throw new AppError('authentication_failed', 'Use the header form "Authorization: Token <token>".');
-    request.caller = await tokens.authenticate(match[1]!);
-  };
+  return async (request) => authenticate(tokens, request);
+}
+
+export async function authenticate(tokens: TokenService, request: FastifyRequest): Promise<void> {
+  // Node keeps the first of several Authorization headers and drops the rest: which credential a
+  // proxy or the client meant is then a guess, so more than one is refused outright.
+  if (authorizationHeaderCount(request.raw.rawHeaders) > 1) {
+    throw new AppError('invalid', 'Send exactly one Authorization header.');
+  }
+  const header = request.headers.authorization;
+  if (!header) throw new AppError('not_authenticated', 'Authentication credentials were not provided.');
+  const match = /^Token\s+(\S+)\s*$/i.exec(header);
+  if (!match) throw new AppError('authentication_failed', 'Use the header form "Authorization: Token <token>".');
+  request.caller = await tokens.authenticate(match[1]!);
+}
+
+/**
+ * Whether a path lies under the guarded `/v1` prefix, read as the router would (percent-decoded), so
+ * an unknown `/v1/...` path answers 401 without a valid token and the route map cannot be probed.
+ */
+export function isGuardedPath(path: string): boolean {
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // Malformed escapes: judged as sent.
+  }
+  return decoded === '/v1' || decoded.startsWith('/v1/');
 }
 
 export function callerOf(request: FastifyRequest): Caller {
@@ -24,31 +47,10 @@ export function callerOf(request: FastifyRequest): Caller {
   return request.caller;
 }
 
-/**
- * The supplier named by `code`, if it belongs to the caller's organisation. Another organisation's
- * supplier is indistinguishable from an unknown one (D3): both are undefined here.
- */
-export async function findCallerSupplier(db: Kysely<Database>, caller: Caller, code: string): Promise<Supplier | undefined> {
-  return db.selectFrom('import_suppliers').selectAll()
-    .where('code', '=', code).where('organisation_id', '=', caller.organisationId)
-    .executeTakeFirst();
-}
-
-/** For writes: an unknown or foreign supplier is a 400 at the field that named it (D3). */
-export async function requireCallerSupplier(
-  db: Kysely<Database>, caller: Caller, code: string, attr: 'import_supplier' | 'import_supplier_code',
-): Promise<Supplier> {
-  const supplier = await findCallerSupplier(db, caller, code);
-  if (!supplier) throw AppError.field('import_supplier_not_found', `No import supplier with code "${code}".`, attr);
-  return supplier;
-}
-
-/** For staging and creating only: a paused or complete supplier takes no new accounts (D6). */
-export function requireSupplierOpen(supplier: Supplier, attr: 'import_supplier' | 'import_supplier_code'): void {
-  if (supplier.status === 'paused') {
-    throw AppError.field('import_supplier_paused', `Import supplier "${supplier.code}" is paused.`, attr);
+function authorizationHeaderCount(rawHeaders: string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length === 13 && rawHeaders[i]!.toLowerCase() === 'authorization') count += 1;
   }
-  if (supplier.status === 'complete') {
-    throw AppError.field('import_supplier_complete', `Import supplier "${supplier.code}" is complete.`, attr);
-  }
+  return count;
 }

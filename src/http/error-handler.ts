@@ -1,31 +1,31 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { AppError } from './errors.ts';
+import { AppError } from '../core/errors.ts';
+import { isStoreUnavailable, isUnstorableInput } from '../db/errors.ts';
 
-// The one place every failure becomes the JSON body of spec section 7 / D4. Nothing else writes an
-// error response, and no input reaches the client as a 5xx with a stack trace.
+// The one mapper: every failure (an AppError, a framework error, a driver error, the unexpected)
+// becomes an AppError here, and every error body is written from one. The REST routes, the 404/405
+// handler and /readyz answer through the handler below; POST /graphql maps with toAppError and only
+// wraps the result in the GraphQL shape. No input reaches the client as a 5xx with a stack trace.
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     const appError = toAppError(error);
-    if (appError.status >= 500) {
-      request.log.error({ err: error }, 'request failed');
-    }
+    if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
     void reply.code(appError.status).headers(appError.headers ?? {}).send(appError.body());
   });
-
 }
 
-function toAppError(error: FastifyError | AppError): AppError {
+export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
-  switch (error.code) {
+  const framework = error as Partial<FastifyError>;
+  switch (framework.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('payload_too_large', 'The request body is larger than the limit.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'Send the body as application/json.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? new AppError('unsupported_media_type', 'Send the body as application/json.')
-        : new AppError('parse_error', 'The Content-Length header does not match the body.');
+      return new AppError('parse_error', 'The Content-Length header does not match the body.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('parse_error', 'The body is empty; send a JSON document.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -33,31 +33,22 @@ function toAppError(error: FastifyError | AppError): AppError {
     default:
       break;
   }
-  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON|prototype|constructor/i.test(error.name))) {
+  if (error instanceof SyntaxError || (framework.statusCode === 400 && /JSON|prototype|constructor/i.test(framework.name ?? ''))) {
     return new AppError('parse_error', 'The body is not valid JSON.');
   }
-  if (error.statusCode === 400 && 'validation' in error && error.validation) {
-    return new AppError('invalid', 'The request failed validation.', []);
+  if (framework.statusCode === 400 && framework.validation) {
+    return new AppError('invalid', 'The request failed validation.', { errors: [] });
   }
   // Backstop for text the validator let through that the store still cannot take: NUL or bad
   // encoding in a path parameter, nesting deeper than jsonb allows. A client error, not ours.
-  if (['22021', '22P05', '54001'].includes(String(error.code))) {
+  if (isUnstorableInput(error)) {
     return new AppError('invalid', 'The request holds text or nesting the store cannot keep.');
   }
-  if (error.statusCode === 503) return new AppError('service_unavailable', 'The service is unavailable; retry shortly.');
-  if (isConnectionError(error)) {
-    return new AppError('service_unavailable', 'The database is unavailable; retry shortly.', undefined, undefined, { 'Retry-After': '1' });
+  if (framework.statusCode === 503) return new AppError('service_unavailable', 'The service is unavailable; retry shortly.');
+  if (isStoreUnavailable(error)) {
+    return new AppError('service_unavailable', 'The database is unavailable; retry shortly.', { headers: { 'Retry-After': '1' } });
   }
   return new AppError('internal_error', 'An unexpected error occurred. It has been logged with this request id.');
-}
-
-// The store is unreachable (a restart, a network cut): a retryable 503 rather than a 500.
-function isConnectionError(error: { code?: unknown; message?: string }): boolean {
-  const code = typeof error.code === 'string' ? error.code : '';
-  return ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code)
-    // pg gives no code for a client whose connection broke (a rollback on it fails with the last one).
-    || /Connection terminated|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable/
-      .test(error.message ?? '');
 }
 
 /**

@@ -44,7 +44,12 @@ const ENDPOINTS: Endpoint[] = [
 ];
 
 const doc = t.app.swagger() as { paths: Record<string, Record<string, unknown>> };
-const notBuilt = (e: Endpoint) => (doc.paths[e.path]?.[e.method.toLowerCase()] ? false : `${e.method} ${e.path} is not built yet`);
+// Every suite below covers these endpoints: a renamed or missing route fails here, loudly, instead of
+// turning the suites into green skips.
+test('every endpoint the security suites cover is a documented route', () => {
+  const missing = ENDPOINTS.filter((e) => !doc.paths[e.path]?.[e.method.toLowerCase()]).map((e) => `${e.method} ${e.path}`);
+  assert.deepEqual(missing, []);
+});
 
 /** What the owner's data looks like from the inside: the intruder must change none of it. */
 async function ownerFootprint() {
@@ -59,7 +64,7 @@ async function ownerFootprint() {
 
 describe("another organisation's token: the supplier behaves exactly as an unknown one (D3)", () => {
   for (const e of ENDPOINTS) {
-    test(`${e.method} ${e.name}`, { skip: notBuilt(e) }, async () => {
+    test(`${e.method} ${e.name}`, async () => {
       const before = await ownerFootprint();
       const foreign = await call(t.app, e.method, e.url(owner.supplier), { token: intruder.token, ...(e.body ? { body: e.body(owner.supplier) } : {}) });
       const missing = unique('NOPE');
@@ -89,7 +94,7 @@ describe('authentication on every endpoint', () => {
   });
 
   for (const e of ENDPOINTS) {
-    test(`${e.method} ${e.name}: no token, expired token, malformed token`, { skip: notBuilt(e) }, async () => {
+    test(`${e.method} ${e.name}: no token, expired token, malformed token`, async () => {
       const body = e.body?.(owner.supplier);
       const none = await call(t.app, e.method, e.url(owner.supplier), body ? { body } : {});
       assert.equal(none.status, 401, none.body);
@@ -144,7 +149,7 @@ function withArrayOf(body: Body, path: Array<string | number>, length: number): 
 
 describe('every array at and over its maximum (maxItems from the schemas)', () => {
   for (const e of ENDPOINTS.filter((x) => x.method === 'POST')) {
-    test(`${e.name}`, { skip: notBuilt(e) }, async () => {
+    test(`${e.name}`, async () => {
       const schema = bodySchemaOf(t.app, 'POST', e.path)!;
       const base = e.body!(owner.supplier);
       const arrays = boundedArrays(schema, base);
@@ -169,7 +174,7 @@ describe('every array at and over its maximum (maxItems from the schemas)', () =
 
 describe('bodies over the size limit', () => {
   for (const e of ENDPOINTS.filter((x) => x.method === 'POST')) {
-    test(`${e.name}: one byte over the limit is a JSON 413; exactly at the limit is read`, { skip: notBuilt(e) }, async () => {
+    test(`${e.name}: one byte over the limit is a JSON 413; exactly at the limit is read`, async () => {
       const limit = t.config.bodyLimitBytes;
       const padded = (size: number) => {
         const text = JSON.stringify(e.body!(owner.supplier));

@@ -93,7 +93,7 @@ describe('GET account-transfer-status/<code>/<ext>/ (spec 4.8, D6)', () => {
     const ext = payload.external_account_number;
     const other = await pgSession();
     try {
-      // Holding the staged row makes the create wait at its last statement, inside its transaction.
+      // Holding the staged row makes the create wait at its read of it (FOR UPDATE), under its account lock.
       await other.query('BEGIN');
       await other.query('SELECT id FROM account_imports WHERE external_account_number = $1 FOR UPDATE', [ext]);
       const creating = processAccount(t, tenant, ext);

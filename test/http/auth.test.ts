@@ -157,6 +157,14 @@ describe('the REST guard', () => {
     }
   });
 
+  test('the scheme name is case-insensitive (RFC 9110): token, TOKEN and Token all work', async () => {
+    const tenant = await createTenant(t);
+    for (const scheme of ['token', 'TOKEN', 'Token', 'tOkEn']) {
+      const res = await call(t.app, 'GET', `${PROBE}/suppliers/${tenant.supplier}/`, { headers: { authorization: `${scheme} ${tenant.token}` } });
+      assert.equal(res.status, 200, scheme);
+    }
+  });
+
   test('an expired token: 401 token_expired; an expired refresh token: token_expired from obtainToken', async () => {
     const tenant = await createTenant(t);
     const shortLived = await createTokenService(t.store.db, { ...t.config, tokenTtlSeconds: 1, refreshTokenTtlSeconds: 1 });
@@ -192,7 +200,7 @@ describe('the REST guard', () => {
     // in memory cannot be reopened, so the second app shares the store object.
     const store = t.store.kind === 'postgres' ? await openStore({ databaseUrl: t.config.databaseUrl, poolSize: 2 }) : t.store;
     const tokens = await createTokenService(store.db, t.config);
-    const app = await buildApp({ config: t.config, store, tokens });
+    const app = await buildApp({ config: t.config, store, tokens, queue: t.queue });
     addProbeRoutes(app, store.db, tokens);
     after(async () => {
       await app.close();

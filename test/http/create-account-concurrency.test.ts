@@ -52,11 +52,12 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     const [p1, p2, p3] = [await stage(a, tenant), await stage(a, tenant), await stage(a, tenant)];
     const holder = await pgSession(url);
     try {
-      // Another "instance" holds slot 1, and holds p1's row so that instance a's create of p1 waits
-      // at its last statement while holding slot 2.
+      // Another "instance" holds slot 1, and keeps the accounts table from being written (reads go
+      // on) so that instance a's create of p1 waits at its insert while holding slot 2. (Holding p1's
+      // import row would stop the create before its slot: it reads that row FOR UPDATE.)
       await holder.query('BEGIN');
       await holder.query('SELECT pg_advisory_xact_lock($1::int4, 1)', [SLOT_LOCK_SPACE]);
-      await holder.query('SELECT id FROM account_imports WHERE external_account_number = $1 FOR UPDATE', [p1.external_account_number]);
+      await holder.query('LOCK TABLE accounts IN SHARE MODE');
       const blocked = processAccount(a, tenant, p1.external_account_number);
       await waitUntil(async () => (await slotsHeld()) === 2, 'the create of p1 holds the second slot');
 
@@ -121,9 +122,9 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     const server = await startServer({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2', OUTBOX_INTERVAL_MS: '0' });
     const rowLock = await pgSession(url);
     try {
-      // The create on the real server waits at its last statement, holding a slot, when it is killed.
+      // The create on the real server waits at its insert of the account, holding a slot, when it is killed.
       await rowLock.query('BEGIN');
-      await rowLock.query('SELECT id FROM account_imports WHERE external_account_number = $1 FOR UPDATE', [p1.external_account_number]);
+      await rowLock.query('LOCK TABLE accounts IN SHARE MODE');
       const doomed = request(server.url, 'POST', PROCESS_URL, {
         token: tenant.token, timeoutMs: 15_000,
         body: { external_account_number: p1.external_account_number, import_supplier_code: tenant.supplier, operations_team_name: tenant.team },
@@ -131,7 +132,7 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
       await waitUntil(async () => (await slotsHeld()) === 1, 'the server\'s create holds a slot');
       await server.kill();
       assert.ok((await doomed).status <= 0, 'the killed server never answered');
-      // Its session ends as soon as PostgreSQL next talks to the dead client: here, once the row is free.
+      // Its session ends as soon as PostgreSQL next talks to the dead client: here, once the table is free.
       await rowLock.query('ROLLBACK');
       await waitUntil(async () => (await slotsHeld()) === 0, 'the killed instance\'s slot is free');
       const account = await a.store.db.selectFrom('accounts').select('id').where('external_account_number', '=', p1.external_account_number).execute();

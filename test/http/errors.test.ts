@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
+import { Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
 import { pino } from 'pino';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
+import type { Database } from '../../src/db/schema.ts';
 import { addProbeRoutes, PROBE } from '../support/probe-routes.ts';
 import { buildTestApp, call, createTenant } from '../support/test-app.ts';
 
@@ -17,7 +19,7 @@ const logLines: Array<Record<string, unknown>> = [];
 const logStream = new Writable({ write(chunk, _enc, done) { logLines.push(JSON.parse(String(chunk))); done(); } });
 const small = await buildApp({
   config: loadConfig({ DATABASE_URL: t.config.databaseUrl ?? '', BODY_LIMIT_BYTES: '2048' }),
-  store: t.store, tokens: t.tokens, logger: pino({ level: 'error' }, logStream),
+  store: t.store, tokens: t.tokens, queue: t.queue, logger: pino({ level: 'error' }, logStream),
 });
 addProbeRoutes(small, t.store.db, t.tokens);
 after(() => small.close());
@@ -29,12 +31,14 @@ const post = (payload: string, headers: Record<string, string> = {}, app = t.app
 });
 
 describe('routing errors', () => {
-  test('an unknown path is 404 not_found, with or without a token', async () => {
-    for (const token of [undefined, tenant.token]) {
-      const res = await call(t.app, 'GET', '/v1/data-import/no-such-thing/', token ? { token } : {});
-      assert.equal(res.status, 404);
-      assert.deepEqual(res.json, { detail: 'No route for GET /v1/data-import/no-such-thing/.', code: 'not_found' });
-    }
+  test('an unknown path is 404 not_found; under /v1 only with a token (401 without)', async () => {
+    const outside = await call(t.app, 'GET', '/no-such-thing/');
+    assert.deepEqual([outside.status, outside.json], [404, { detail: 'No route for GET /no-such-thing/.', code: 'not_found' }]);
+    const res = await call(t.app, 'GET', '/v1/data-import/no-such-thing/', { token: tenant.token });
+    assert.equal(res.status, 404);
+    assert.deepEqual(res.json, { detail: 'No route for GET /v1/data-import/no-such-thing/.', code: 'not_found' });
+    const without = await call(t.app, 'GET', '/v1/data-import/no-such-thing/');
+    assert.deepEqual([without.status, without.json], [401, { detail: 'Authentication credentials were not provided.', code: 'not_authenticated' }]);
   });
 
   test('a wrong method is 405 method_not_allowed with an Allow header', async () => {
@@ -116,6 +120,48 @@ describe('validation (strict schema)', () => {
     assert.deepEqual(nulls.json().errors.map((e: { code: string; attr: string }) => [e.attr, e.code]), [['import_supplier', 'null'], ['count', 'min_value']]);
     const long = await post(JSON.stringify({ import_supplier: 'x'.repeat(65) }));
     assert.deepEqual(long.json().errors, [{ detail: 'Ensure this field has no more than 64 characters.', code: 'max_length', attr: 'import_supplier' }]);
+  });
+});
+
+// A third app whose store refuses every connection, and whose /graphql meets a lost store before its handler.
+const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+const unreachableDb = new Kysely<Database>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => ({
+      init: async () => {},
+      acquireConnection: async () => { throw refused(); },
+      beginTransaction: async () => {},
+      commitTransaction: async () => {},
+      rollbackTransaction: async () => {},
+      releaseConnection: async () => {},
+      destroy: async () => {},
+    }),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
+const lost = await buildApp({
+  config: t.config, store: { ...t.store, db: unreachableDb }, tokens: t.tokens, queue: t.queue,
+});
+lost.addHook('onRequest', async (request) => {
+  if (request.url === '/graphql') throw refused();
+});
+after(() => lost.close());
+
+describe('one error mapper for every answer', () => {
+  test('/readyz with the store unreachable: 503 service_unavailable in the D4 shape', async () => {
+    const res = await call(lost, 'GET', '/readyz');
+    assert.deepEqual([res.status, res.json], [503, { detail: 'The store is not reachable.', code: 'service_unavailable' }]);
+  });
+
+  test('POST /graphql meeting a lost store before its handler: 503 service_unavailable with Retry-After, in the GraphQL shape', async () => {
+    const res = await lost.inject({ method: 'POST', url: '/graphql', payload: { query: '{ apiVersion }' } });
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.headers['retry-after'], '1');
+    assert.deepEqual(res.json(), {
+      errors: [{ message: 'The database is unavailable; retry shortly.', extensions: { code: 'service_unavailable' } }],
+    });
   });
 });
 

@@ -129,7 +129,22 @@ describe('POST transactions/create/: each type', () => {
     const { tenant, account } = await setup();
     const res = await post(tenant, account.externalAccountNumber, [charge('A')], '?check_previously_added=perhaps');
     assert.equal(res.status, 400);
-    assert.deepEqual(res.json.errors.map((e: any) => [e.attr, e.code]), [['check_previously_added', 'invalid']]);
+    assert.deepEqual(res.json, {
+      detail: 'The request failed validation.', code: 'invalid',
+      errors: [{ detail: 'Expected a boolean.', code: 'invalid', attr: 'check_previously_added' }],
+    });
+  });
+
+  test('query booleans accept true/false/True/False/TRUE/FALSE/1/0', async () => {
+    const { tenant, account } = await setup();
+    await addStatement(account.accountId, '2024-01-01', '2024-03-31');
+    // force_add_to_current_statement false refuses an early transaction; true moves it.
+    for (const [spelling, status] of [['false', 400], ['False', 400], ['FALSE', 400], ['0', 400],
+      ['true', 201], ['True', 201], ['TRUE', 201], ['1', 201]] as const) {
+      const res = await post(tenant, account.externalAccountNumber, [charge(`E-${spelling}`)], `?force_add_to_current_statement=${spelling}`);
+      assert.equal(res.status, status, spelling);
+      if (status === 400) assert.equal(res.json.code, 'TRANSACTION_IMPORT_ERROR', spelling);
+    }
   });
 });
 

@@ -2,8 +2,9 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import { authGuard, callerOf, findCallerSupplier, requireCallerSupplier } from '../../src/http/auth.ts';
-import { AppError } from '../../src/http/errors.ts';
+import { authGuard, callerOf } from '../../src/http/auth.ts';
+import { findCallerSupplier, requireCallerSupplier } from '../../src/core/suppliers.ts';
+import { AppError } from '../../src/core/errors.ts';
 import type { TokenService } from '../../src/modules/auth/token.service.ts';
 
 // Test-only routes behind the real guard, to exercise the foundation (guard, supplier ownership,

@@ -7,6 +7,8 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService, type TokenService } from '../../src/modules/auth/token.service.ts';
+import type { JobQueue } from '../../src/queue/queue.ts';
+import { openQueue, startWorkers } from '../../src/workers.ts';
 
 // One store and one app per test file (PGlite takes seconds to start). The store is PostgreSQL when
 // DATABASE_URL is set, an in-memory PGlite otherwise. Each test makes its own data with unique
@@ -16,19 +18,29 @@ export interface TestApp {
   store: Store;
   config: Config;
   tokens: TokenService;
+  queue: JobQueue;
 }
 
+const quiet = { info() {}, warn() {}, error() {} };
+
+/**
+ * Workers run only when the test asks for them with WORKER_CONCURRENCY (tests of the outbox drive
+ * delivery themselves); the queue is always open, since creates enqueue on it.
+ */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: process.env.DATABASE_URL ?? '', DEMO_SEED: 'false', ...env });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 50 });
   await migrate(store);
   const tokens = await createTokenService(store.db, config);
-  const app = await buildApp({ config, store, tokens });
+  const queue = await openQueue(store, quiet, config);
+  const app = await buildApp({ config, store, tokens, queue });
+  const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: quiet }) : null;
   after(async () => {
-    await app.close();
+    await Promise.all([app.close(), workers?.stop()]);
+    await queue.stop(1000);
     await store.close();
   });
-  return { app, store, config, tokens };
+  return { app, store, config, tokens, queue };
 }
 
 export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;

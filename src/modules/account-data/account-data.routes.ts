@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { callerOf, requireCallerSupplier } from '../../http/auth.ts';
+import { callerOf } from '../../http/auth.ts';
+import { requireCallerSupplier } from '../../core/suppliers.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountData } from './account-data.schemas.ts';
-import { ErrorBody } from '../../http/wire.schemas.ts';
+import { ErrorBody } from '../../schemas/error-body.ts';
 
 // Spec 4.1 / D5: validates account data and echoes it; stores nothing. Order (D4): the auth guard,
 // the body schema (with the cross-field rules), then the supplier (D3).

@@ -1,4 +1,5 @@
-import { registerRules, type RuleCheck } from '../../http/validation.ts';
+import { registerRules, type RuleCheck } from '../../core/validation.ts';
+import { dayNumber } from '../../core/dates.ts';
 import { BOUNDS, isCountryCode, isPhoneNumber, isRealDate } from './field-checks.ts';
 
 // Cross-field rules of the account data (D5). They run on whatever was sent, even when the schema
@@ -48,8 +49,7 @@ function checkSupplyPoints(account: Record<string, unknown>, found: Found): void
       const at = `supply_addresses.${i}.supply_points.${j}`;
       const start = point.supply_start_date;
       const end = point.last_billed_to_date;
-      // YYYY-MM-DD strings compare as dates; both are calendar dates, no time zone involved.
-      if (isRealDate(start) && isRealDate(end) && end < start) {
+      if (isRealDate(start) && isRealDate(end) && dayNumber(end) < dayNumber(start)) {
         found.push({
           path: `${at}.last_billed_to_date`, code: 'invalid_date_range',
           detail: 'last_billed_to_date must not be before supply_start_date.',

@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { compileValidator, type Validator } from '../../http/validation.ts';
-import type { FieldError } from '../../http/errors.ts';
+import { compileValidator, type Validator } from '../../core/validation.ts';
+import type { FieldError } from '../../core/errors.ts';
 import {
-  CountryCode, DateString, EmailOrEmpty, ExternalAccountNumber, ImportSupplierCode, InternationalPhone,
+  CountryCode, DateOfBirth, DateString, EmailOrEmpty, ExternalAccountNumber, ImportSupplierCode, InternationalPhone,
   RequiredText, Text, Unsupported,
 } from './common.schemas.ts';
 import { BOUNDS } from './field-checks.ts';
@@ -34,7 +34,8 @@ export type BillingAddress = Static<typeof BillingAddress>;
 export const MetadataItem = Type.Object({
   key: Type.Optional(RequiredText(100)),
   value: Type.Optional(Type.Unsafe<Record<string, unknown>>({
-    type: 'object', maxProperties: ACCOUNT_LIMITS.metadataProperties, description: 'Free-form object.',
+    type: 'object', maxProperties: ACCOUNT_LIMITS.metadataProperties, 'x-rules': 'free-form',
+    description: `Free-form object: at most ${BOUNDS.freeFormDepth} levels of nesting and ${BOUNDS.freeFormChars} characters as JSON.`,
   })),
 }, { additionalProperties: false });
 export type MetadataItem = Static<typeof MetadataItem>;
@@ -64,7 +65,7 @@ export const Customer = Type.Object({
     description: 'Phone number, or "" for none; without a leading + it is read in the billing address\'s country (`invalid_phone_number`).',
   })),
   alternative_phone_numbers: Type.Optional(Type.Array(AlternativePhoneNumber, { maxItems: ACCOUNT_LIMITS.alternativePhoneNumbers })),
-  date_of_birth: Type.Optional(DateString),
+  date_of_birth: Type.Optional(DateOfBirth),
   customer_preferences: Type.Optional(CustomerPreferences),
   user_details: Type.Optional(Unsupported('Absent or empty only (`not_supported`).')),
 }, { additionalProperties: false });

@@ -1,15 +1,28 @@
 import { Type, type TSchema, type TUnsafe } from '@sinclair/typebox';
+import { DATE_MAX, DATE_MIN } from '../../core/dates.ts';
+import { PATH_SAFE_PATTERN } from '../../core/identifiers.ts';
 import { BOUNDS } from './field-checks.ts';
 
 // Building blocks shared by the account data and the notes / statements payloads. Every string
 // has a maxLength and every array a maxItems (D5); the bounds are listed in docs/validation.md.
 
-/** A real calendar date, YYYY-MM-DD (`2023-02-30` is `invalid`). */
-export const DateString = Type.String({ format: 'date', maxLength: 10, description: 'Date, YYYY-MM-DD.' });
+/**
+ * A real calendar date, YYYY-MM-DD (`2023-02-30` is `invalid`), from DATE_MIN to DATE_MAX
+ * (`min_value` / `max_value`): the one date rule of src/core/dates.ts.
+ */
+export const DateString = Type.String({
+  format: 'date', maxLength: 10, 'x-rules': 'date', description: `Date, YYYY-MM-DD, from ${DATE_MIN} to ${DATE_MAX}.`,
+});
 
-/** A UTC datetime with `Z`, whole seconds or up to 6 decimals. */
+/** A date of birth: the date rule, and not in the future (`max_value`). */
+export const DateOfBirth = Type.String({
+  format: 'date', maxLength: 10, 'x-rules': 'date-of-birth', description: `Date, YYYY-MM-DD, from ${DATE_MIN}, not in the future.`,
+});
+
+/** A UTC datetime with `Z`, whole seconds or up to 6 decimals, its date within the date rule. */
 export const UtcDateTime = Type.String({
-  format: 'utc-date-time', maxLength: 32, description: 'UTC datetime, YYYY-MM-DDTHH:MM:SSZ.',
+  format: 'utc-date-time', maxLength: 32, 'x-rules': 'utc-date-time',
+  description: `UTC datetime, YYYY-MM-DDTHH:MM:SSZ, from ${DATE_MIN} to ${DATE_MAX}.`,
 });
 
 /** Free text: may be empty unless `minLength` is given. */
@@ -24,21 +37,16 @@ export const RequiredText = (maxLength: number, options: Record<string, unknown>
 export const NullableText = (maxLength: number, description?: string): TUnsafe<string | null> =>
   Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength, ...(description ? { description } : {}) });
 
-/**
- * Codes that appear in URL paths (external account numbers, supplier codes, D5): not empty, no
- * surrounding white space, no `/`, no control characters. Empty is `blank`, not also `invalid`.
- */
-export const PATH_SAFE_PATTERN =
-  '^(?:[^\\s/\\u0000-\\u001f\\u007f-\\u009f](?:[^/\\u0000-\\u001f\\u007f-\\u009f]*[^\\s/\\u0000-\\u001f\\u007f-\\u009f])?)?$';
+export { PATH_SAFE_PATTERN };
 
 export const PathSafeCode = (maxLength: number, description: string) =>
   Type.String({ minLength: 1, maxLength, pattern: PATH_SAFE_PATTERN, description });
 
 export const ImportSupplierCode = PathSafeCode(64,
-  'Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", no control characters.');
+  'Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters.');
 
 export const ExternalAccountNumber = PathSafeCode(100,
-  'The supplier\'s own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", no control characters.');
+  'The supplier\'s own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters.');
 
 /** An email address, or `""` for none (D5: checked only when not empty). */
 export const EmailOrEmpty = Type.String({

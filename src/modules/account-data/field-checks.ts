@@ -1,23 +1,15 @@
 import countries from 'i18n-iso-countries';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
-import { registerRules } from '../../http/validation.ts';
+import { registerRules } from '../../core/validation.ts';
+import { dateProblem, isRealDate } from '../../core/dates.ts';
+
+export { isRealDate };
 
 // Checks of single values that JSON Schema cannot express (a real country, a real phone number, a
 // relative path). Each is a pure function, reused by the cross-field rules, and registered as a rule
 // set so a string schema can carry it with `x-rules` (its errors then point at that string).
 // They run even when the schema already failed the value, so they look at well-typed, in-bound
 // strings only: a value that is too long or of the wrong type already has its own error.
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-/** A real calendar date in YYYY-MM-DD form (UTC, no time zone involved). */
-export function isRealDate(value: unknown): value is string {
-  if (typeof value !== 'string') return false;
-  const m = DATE.exec(value);
-  if (!m) return false;
-  const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-  return d.toISOString().slice(0, 10) === value;
-}
 
 /** An ISO 3166-1 alpha-2 code in capitals, as assigned today (i18n-iso-countries). */
 export function isCountryCode(value: string): boolean {
@@ -53,6 +45,9 @@ export function isRelativeDocumentPath(value: string): boolean {
 }
 
 export const BOUNDS = {
+  /** Free-form values (metadata `value`): levels of nesting, and characters of their JSON text. */
+  freeFormDepth: 32,
+  freeFormChars: 65_536,
   email: 254,
   phone: 32,
   documentPath: 500,
@@ -79,3 +74,51 @@ registerRules('document-path', (value) =>
   inBounds(value, BOUNDS.documentPath) && value !== '' && !isRelativeDocumentPath(value)
     ? [{ path: '', code: 'invalid_document_path', detail: 'Use a path relative to the documents root: no leading "/", no "..", no empty segment, no "\\".' }]
     : []);
+
+// The one date rule (src/core/dates.ts), carried by every date and datetime schema. It looks only at
+// real dates: a malformed one already has its `invalid` from the format.
+const UTC_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+
+registerRules('date', (value) => {
+  const problem = isRealDate(value) ? dateProblem(value) : null;
+  return problem ? [{ path: '', ...problem }] : [];
+});
+
+registerRules('date-of-birth', (value) => {
+  const problem = isRealDate(value) ? dateProblem(value, { notFuture: true }) : null;
+  return problem ? [{ path: '', ...problem }] : [];
+});
+
+registerRules('utc-date-time', (value) => {
+  const day = typeof value === 'string' && UTC_DATE_TIME.test(value) ? value.slice(0, 10) : null;
+  const problem = day && isRealDate(day) ? dateProblem(day) : null;
+  return problem ? [{ path: '', code: problem.code, detail: problem.detail.replace('this date', 'this datetime') }] : [];
+});
+
+/**
+ * A free-form value (metadata `value`) nests at most BOUNDS.freeFormDepth levels and its JSON text is
+ * at most BOUNDS.freeFormChars characters. The depth is found by an iterative walk that stops at the
+ * bound, before anything recursive (JSON.stringify, the store's jsonb, the response serialiser)
+ * touches the value; the size is measured only once the depth is known to be small.
+ */
+export function freeFormProblem(value: unknown): { code: string; detail: string } | null {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth > BOUNDS.freeFormDepth) {
+      return { code: 'invalid', detail: `Ensure this value is nested no more than ${BOUNDS.freeFormDepth} levels deep.` };
+    }
+    const children = Array.isArray(item) ? item : Object.values(item);
+    for (let i = 0; i < children.length; i += 1) stack.push([children[i], depth + 1]);
+  }
+  if (JSON.stringify(value).length > BOUNDS.freeFormChars) {
+    return { code: 'max_length', detail: `Ensure this value has no more than ${BOUNDS.freeFormChars} characters as JSON.` };
+  }
+  return null;
+}
+
+registerRules('free-form', (value) => {
+  const problem = value !== undefined ? freeFormProblem(value) : null;
+  return problem ? [{ path: '', ...problem }] : [];
+});

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { registerRules } from '../../http/validation.ts';
+import { registerRules } from '../../core/validation.ts';
 import { UtcDateTime } from './common.schemas.ts';
 import { BOUNDS, isRelativeDocumentPath } from './field-checks.ts';
 
@@ -29,7 +29,7 @@ export const Note = Type.Object({
   created_at: Type.Optional(UtcDateTime),
   is_pinned: Type.Optional(Type.Boolean({ description: 'Pins the note to the top of the account\'s support page.' })),
   unpin_at: Type.Optional(Type.Unsafe<string | null>({
-    type: ['string', 'null'], format: 'utc-date-time', maxLength: 32,
+    ...UtcDateTime, type: ['string', 'null'],
     description: 'UTC datetime at which the pin ends; only with `is_pinned: true`.',
   })),
 }, {

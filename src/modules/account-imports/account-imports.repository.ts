@@ -39,12 +39,20 @@ export function findImportState(db: Db, supplierId: number, externalAccountNumbe
     .executeTakeFirst();
 }
 
-/** The import process with its staged data, read under the account lock by the create. */
+/**
+ * The import process with its staged data, read under the account lock by the create. The row is
+ * locked FOR UPDATE until the create's transaction ends: a re-stage (upsertStaged) that committed
+ * before this read is what the create builds from; one that arrives after waits on the row, then
+ * finds the account imported (its guard refuses: account_already_imported) or, if the create rolled
+ * back, lands. Without the row lock a re-stage could commit between this read and linkAccount,
+ * answer 200, and never be imported.
+ */
 export function findStagedForCreate(trx: Transaction<Database>, importId: number): Promise<ImportState & { data: unknown }> {
   return trx.selectFrom('account_imports as ai')
     .leftJoin('accounts as a', 'a.id', 'ai.account_id')
     .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', 'ai.data'])
     .where('ai.id', '=', importId)
+    .forUpdate('ai')
     .executeTakeFirstOrThrow();
 }
 
@@ -61,6 +69,8 @@ export interface AttemptRecord {
   outcome: 'created' | 'dry_run_rolled_back' | 'failed';
   errorCode: string | null;
   errorDetail: string | null;
+  /** The dot path of the first error, when the error names a field (grouped on by the stats, D14). */
+  errorAttr?: string | null;
 }
 
 export async function insertAttempt(db: Db | Transaction<Database>, attempt: AttemptRecord): Promise<void> {
@@ -71,6 +81,7 @@ export async function insertAttempt(db: Db | Transaction<Database>, attempt: Att
     outcome: attempt.outcome,
     error_code: attempt.errorCode,
     error_detail: attempt.errorDetail,
+    error_attr: attempt.errorAttr ?? null,
     started_at: attempt.startedAt,
   }).execute();
 }

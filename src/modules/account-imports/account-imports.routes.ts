@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { ErrorBody } from '../../http/wire.schemas.ts';
+import { ErrorBody } from '../../schemas/error-body.ts';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountData } from '../account-data/account-data.schemas.ts';
@@ -16,7 +16,7 @@ const TAGS = ['Account import'];
 // Staging, creating and following accounts (spec 4.2, 4.3, 4.8–4.11; D6, D7). HTTP only: the services
 // decide everything.
 export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, deps) => {
-  const { db, config } = deps;
+  const { db, config, queue } = deps;
 
   app.post<{ Body: AccountData }>('/account-import-process/create-or-update/', {
     schema: {
@@ -48,7 +48,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
       response: { 201: ProcessAccountResponse, 400: ErrorBody, 429: ErrorBody },
     },
   }, async (request, reply) => {
-    const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit }, callerOf(request), request.body);
+    const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit, queue }, callerOf(request), request.body);
     return reply.code(201).send(created);
   });
 

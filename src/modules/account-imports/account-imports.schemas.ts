@@ -51,10 +51,28 @@ export const ListQuery = Type.Object({
 }, { additionalProperties: false });
 export type ListQuery = Static<typeof ListQuery>;
 
+// The failures filter (D14) of the all and pending lists: only staged accounts whose latest create
+// attempt failed, each with that attempt's error.
+export const LIST_STATES = ['failed'] as const;
+export type ListState = (typeof LIST_STATES)[number];
+export const FilteredListQuery = Type.Object({
+  ...ListQuery.properties,
+  state: Type.Optional(Type.Unsafe<ListState>({
+    type: 'string', enum: [...LIST_STATES],
+    description: '`failed`: only staged accounts (not imported, not skipped) whose latest create attempt failed, each with `last_error`.',
+  })),
+}, { additionalProperties: false });
+export type FilteredListQuery = Static<typeof FilteredListQuery>;
+
 export const ImportRecord = Type.Object({
   external_account_number: Type.String(),
   service_account_number: Nullable(Type.String({ description: 'Null while pending.' })),
   account_created_at: Nullable(Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ; null while pending.' })),
+  last_error: Type.Optional(Type.Object({
+    code: Type.String(),
+    attr: Type.Union([Type.String(), Type.Null()], { description: 'The dot path of the first error; null when the error names no field.' }),
+    detail: Type.String(),
+  }, { description: 'With `state=failed` only: the latest create attempt\'s error.' })),
 });
 export type ImportRecord = Static<typeof ImportRecord>;
 

@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
-import { ErrorBody } from '../../http/wire.schemas.ts';
+import { ErrorBody } from '../../schemas/error-body.ts';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ImportRecordList, ListQuery, SupplierPathParams } from './account-imports.schemas.ts';
+import { FilteredListQuery, ImportRecordList, ListQuery, SupplierPathParams } from './account-imports.schemas.ts';
 import type { ListKind } from './account-lists.repository.ts';
 import { importListPage, streamImportList } from './account-lists.service.ts';
 
@@ -17,30 +17,34 @@ const LISTS: Array<{ kind: ListKind; path: string; summary: string }> = [
 // a `Link: <…>; rel="next"` header while more remain.
 export const accountListsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
   for (const list of LISTS) {
-    app.get<{ Params: SupplierPathParams; Querystring: ListQuery }>(list.path, {
+    // The failures filter (D14) on the all and pending lists; the imported list has no failures.
+    const filtered = list.kind !== 'imported';
+    app.get<{ Params: SupplierPathParams; Querystring: FilteredListQuery }>(list.path, {
       schema: {
         tags: ['Account import'],
         summary: list.summary,
         description: 'Records ordered by staging time, then external account number; service_account_number and '
           + 'account_created_at are null while pending. 404 `not_found` for an unknown supplier. Optional keyset '
-          + 'paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`).',
+          + 'paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`).'
+          + (filtered ? ' `?state=failed`: only staged accounts whose latest create attempt failed, each with `last_error`.' : ''),
         params: SupplierPathParams,
-        querystring: ListQuery,
+        querystring: filtered ? FilteredListQuery : ListQuery,
         response: { 200: ImportRecordList, 400: ErrorBody, 404: ErrorBody },
       },
     }, async (request, reply) => {
       const caller = callerOf(request);
       const code = request.params.import_supplier_code;
-      const { page_size: pageSize, cursor } = request.query;
+      const { page_size: pageSize, cursor, state } = request.query;
+      const failedOnly = state === 'failed';
       if (pageSize === undefined && cursor === undefined) {
-        const chunks = await streamImportList(db, caller, code, list.kind);
+        const chunks = await streamImportList(db, caller, code, list.kind, failedOnly);
         return reply.type('application/json; charset=utf-8').send(Readable.from(chunks));
       }
       const size = pageSize ?? 1000;
-      const page = await importListPage(db, caller, code, list.kind, size, cursor);
+      const page = await importListPage(db, caller, code, list.kind, size, cursor, failedOnly);
       if (page.nextCursor) {
         const path = request.url.split('?')[0];
-        void reply.header('link', `<${path}?page_size=${size}&cursor=${page.nextCursor}>; rel="next"`);
+        void reply.header('link', `<${path}?page_size=${size}${failedOnly ? '&state=failed' : ''}&cursor=${page.nextCursor}>; rel="next"`);
       }
       return page.records;
     });

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { findCallerSupplier } from '../../http/auth.ts';
-import { AppError } from '../../http/errors.ts';
-import { utcSeconds } from '../../http/wire.schemas.ts';
-import type { Caller } from '../auth/token.service.ts';
+import { findCallerSupplier } from '../../core/suppliers.ts';
+import { AppError } from '../../core/errors.ts';
+import { utcSeconds } from '../../schemas/datetime.ts';
+import type { Caller } from '../../core/caller.ts';
 import type { ImportRecord } from './account-imports.schemas.ts';
 import { listPage, type ListKind, type ListPosition, type ListRow } from './account-lists.repository.ts';
 
@@ -21,11 +21,15 @@ async function supplierIdOf(db: Kysely<Database>, caller: Caller, code: string):
 }
 
 function toRecord(row: ListRow): ImportRecord {
-  return {
+  const record: ImportRecord = {
     external_account_number: row.external_account_number,
     service_account_number: row.service_account_number,
     account_created_at: row.account_created_at ? utcSeconds(row.account_created_at) : null,
   };
+  if (row.last_error_code !== undefined) {
+    record.last_error = { code: row.last_error_code ?? 'internal_error', attr: row.last_error_attr || null, detail: row.last_error_detail ?? '' };
+  }
+  return record;
 }
 
 const positionOf = (row: ListRow): ListPosition => ({ stagedAt: row.staged_key, ext: row.external_account_number });
@@ -34,9 +38,11 @@ const positionOf = (row: ListRow): ListPosition => ({ stagedAt: row.staged_key, 
  * The whole list as JSON text chunks. The first chunk is read before this returns, so an error there
  * is still an ordinary error answer; later chunks are read as the client consumes the stream.
  */
-export async function streamImportList(db: Kysely<Database>, caller: Caller, code: string, kind: ListKind): Promise<AsyncIterable<string>> {
+export async function streamImportList(
+  db: Kysely<Database>, caller: Caller, code: string, kind: ListKind, failedOnly = false,
+): Promise<AsyncIterable<string>> {
   const supplierId = await supplierIdOf(db, caller, code);
-  const first = await listPage(db, supplierId, kind, null, STREAM_CHUNK_ROWS);
+  const first = await listPage(db, supplierId, kind, null, STREAM_CHUNK_ROWS, failedOnly);
   return (async function* chunks() {
     let rows = first;
     let prefix = '[';
@@ -44,7 +50,7 @@ export async function streamImportList(db: Kysely<Database>, caller: Caller, cod
       yield prefix + rows.map((row) => JSON.stringify(toRecord(row))).join(',');
       prefix = ',';
       if (rows.length < STREAM_CHUNK_ROWS) break;
-      rows = await listPage(db, supplierId, kind, positionOf(rows[rows.length - 1]!), STREAM_CHUNK_ROWS);
+      rows = await listPage(db, supplierId, kind, positionOf(rows[rows.length - 1]!), STREAM_CHUNK_ROWS, failedOnly);
     }
     yield prefix === '[' ? '[]' : ']';
   })();
@@ -53,11 +59,11 @@ export async function streamImportList(db: Kysely<Database>, caller: Caller, cod
 export interface ImportListPage { records: ImportRecord[]; nextCursor: string | null }
 
 export async function importListPage(
-  db: Kysely<Database>, caller: Caller, code: string, kind: ListKind, pageSize: number, cursor: string | undefined,
+  db: Kysely<Database>, caller: Caller, code: string, kind: ListKind, pageSize: number, cursor: string | undefined, failedOnly = false,
 ): Promise<ImportListPage> {
   const after = cursor === undefined ? null : decodeCursor(cursor);
   const supplierId = await supplierIdOf(db, caller, code);
-  const rows = await listPage(db, supplierId, kind, after, pageSize + 1);
+  const rows = await listPage(db, supplierId, kind, after, pageSize + 1, failedOnly);
   const page = rows.slice(0, pageSize);
   return {
     records: page.map(toRecord),

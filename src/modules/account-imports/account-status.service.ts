@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
-import type { Caller } from '../auth/token.service.ts';
+import { AppError } from '../../core/errors.ts';
+import type { Caller } from '../../core/caller.ts';
 import type { AccountStatusResponse } from './account-imports.schemas.ts';
 import { findStatusRow } from './account-imports.repository.ts';
 

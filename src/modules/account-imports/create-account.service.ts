@@ -1,14 +1,18 @@
 import type { Kysely, Transaction } from 'kysely';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, Supplier } from '../../db/schema.ts';
-import { requireCallerSupplier, requireSupplierOpen } from '../../http/auth.ts';
-import { AppError } from '../../http/errors.ts';
-import { validationError } from '../../http/validation.ts';
+import { requireCallerSupplier, requireSupplierOpen } from '../../core/suppliers.ts';
+import { AppError } from '../../core/errors.ts';
+import { validationError } from '../../core/validation.ts';
 import { validateAccountData, type AccountData } from '../account-data/account-data.schemas.ts';
 import { findTeamByName } from '../admin/admin.repository.ts';
-import type { Caller } from '../auth/token.service.ts';
+import type { Caller } from '../../core/caller.ts';
 import { queueEmails } from '../email/outbox.repository.ts';
+import type { JobQueue } from '../../queue/queue.ts';
 import { welcomeEmail } from '../email/welcome-email.ts';
+import type { NewEvent } from '../events/event-types.ts';
+import { recordEvent } from '../events/events.repository.ts';
+import { utcSeconds } from '../../schemas/datetime.ts';
 import type { ProcessAccountBody, ProcessAccountResponse } from './account-imports.schemas.ts';
 import * as imports from './account-imports.repository.ts';
 import { newAccountNumber } from './account-number.ts';
@@ -28,7 +32,12 @@ import { tryLockAccount, tryTakeSlot } from './import-locks.repository.ts';
 
 type Db = Kysely<Database>;
 
-export interface CreateAccountDeps { db: Db; processConcurrencyLimit: number }
+export interface CreateAccountDeps {
+  db: Db;
+  processConcurrencyLimit: number;
+  /** Where the welcome emails' delivery jobs go, written in the creating transaction. */
+  queue: JobQueue;
+}
 
 const IDENTIFIER_KEY = 'supply_points_identifier_key';
 const RETRY_AFTER_SECONDS = '2';
@@ -52,15 +61,29 @@ export async function createAccount(deps: CreateAccountDeps, caller: Caller, bod
       outcome: appError?.code === 'dry_run_rolled_back' ? 'dry_run_rolled_back' : 'failed',
       errorCode: appError?.code ?? 'internal_error',
       errorDetail: appError?.detail ?? 'An unexpected error occurred.',
-    });
+      errorAttr: appError?.errors?.[0]?.attr ?? null,
+    }, appError?.errors?.[0]?.attr ?? null);
     throw error;
   }
 }
 
-// The record is kept outside the create transaction so failures are kept too. Losing it must not
-// turn a created account into an error answer, so a failure to record is swallowed.
-async function record(db: Db, attempt: imports.AttemptRecord): Promise<void> {
-  await imports.insertAttempt(db, attempt).catch(() => {});
+// The record of a failed (or dry) attempt is kept outside the create transaction, which rolled back,
+// and its event is written with it, in one transaction of their own (D13). Losing them must not turn
+// the answer into another error, so a failure to record is swallowed.
+async function record(db: Db, attempt: imports.AttemptRecord, attr: string | null): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await imports.insertAttempt(trx, attempt);
+    await recordEvent(trx, attemptEvent(attempt, attr));
+  }).catch(() => {});
+}
+
+function attemptEvent(attempt: imports.AttemptRecord, attr: string | null): NewEvent {
+  const base = { supplierId: attempt.supplierId, externalAccountNumber: attempt.externalAccountNumber };
+  if (attempt.outcome === 'dry_run_rolled_back') return { ...base, type: 'import_process.dry_run_completed', data: {} };
+  const error = { code: attempt.errorCode ?? 'internal_error', detail: attempt.errorDetail ?? '', attr };
+  return attempt.dryRun
+    ? { ...base, type: 'import_process.dry_run_failed', data: { error } }
+    : { ...base, type: 'import_process.failed', data: { error } };
 }
 
 async function create(
@@ -86,7 +109,7 @@ async function create(
       if (deps.processConcurrencyLimit > 0 && (await tryTakeSlot(trx, deps.processConcurrencyLimit)) === null) {
         throw new AppError('concurrency_limit_exceeded',
           `More than ${deps.processConcurrencyLimit} accounts are being created at once; retry shortly.`,
-          undefined, undefined, { 'Retry-After': RETRY_AFTER_SECONDS });
+          { headers: { 'Retry-After': RETRY_AFTER_SECONDS } });
       }
 
       const invalid = validateAccountData(state.data);
@@ -94,9 +117,13 @@ async function create(
       data = state.data as AccountData;
       await requireIdentifiersFree(trx, data);
 
-      const number = await buildAccount(trx, { importId: state.id, ext, supplier, teamId: team.id, data });
+      const { number, createdAt } = await buildAccount(trx, deps.queue, { importId: state.id, ext, supplier, teamId: team.id, data });
       if (body.dry_run === true) throw new DryRunRollback();
       await imports.insertAttempt(trx, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null });
+      await recordEvent(trx, {
+        supplierId: supplier.id, type: 'import_process.completed', externalAccountNumber: ext,
+        data: { service_account_number: number, account_created_at: utcSeconds(createdAt) },
+      });
       return number;
     });
   } catch (error) {
@@ -126,8 +153,8 @@ async function requireIdentifiersFree(db: Kysely<Database>, data: AccountData, c
 }
 
 async function buildAccount(
-  trx: Transaction<Database>, input: { importId: number; ext: string; supplier: Supplier; teamId: number; data: AccountData },
-): Promise<string> {
+  trx: Transaction<Database>, queue: JobQueue, input: { importId: number; ext: string; supplier: Supplier; teamId: number; data: AccountData },
+): Promise<{ number: string; createdAt: Date }> {
   const { data, supplier } = input;
   const row = {
     account_import_id: input.importId,
@@ -142,7 +169,7 @@ async function buildAccount(
     unknown_occupier: data.unknown_occupier ?? null,
     metadata: JSON.stringify(data.metadata ?? []),
   };
-  let created: { id: number } | undefined;
+  let created: { id: number; created_at: Date } | undefined;
   let number = '';
   for (let tries = 0; !created; tries += 1) {
     if (tries === 5) throw new Error('could not draw a free account number in 5 tries');
@@ -153,7 +180,7 @@ async function buildAccount(
   await imports.linkAccount(trx, input.importId, created.id);
   if (supplier.customer_emails) {
     const emails = data.customers.flatMap((c) => welcomeEmail(c, number) ?? []);
-    await queueEmails(trx, created.id, emails);
+    await queueEmails(queue, trx, created.id, emails);
   }
-  return number;
+  return { number, createdAt: created.created_at };
 }

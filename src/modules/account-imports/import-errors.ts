@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../core/errors.ts';
 
 // The account-state refusals shared by staging and creating (D6). Each points at the field that
 // named the account.

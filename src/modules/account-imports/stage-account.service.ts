@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { requireCallerSupplier, requireSupplierOpen } from '../../http/auth.ts';
+import { requireCallerSupplier, requireSupplierOpen } from '../../core/suppliers.ts';
 import type { AccountData } from '../account-data/account-data.schemas.ts';
-import type { Caller } from '../auth/token.service.ts';
+import type { Caller } from '../../core/caller.ts';
+import { recordEvent } from '../events/events.repository.ts';
 import type { StageAccountResponse } from './account-imports.schemas.ts';
 import * as imports from './account-imports.repository.ts';
 import * as errors from './import-errors.ts';
@@ -19,7 +20,14 @@ export async function stageAccount(db: Kysely<Database>, caller: Caller, data: A
   const ext = data.external_account_number;
   const body = { import_supplier: supplier.code, external_account_number: ext };
 
-  const staged = await imports.upsertStaged(db, supplier.id, ext, data);
+  // The event commits with the staging it reports, or neither does (D13).
+  const staged = await db.transaction().execute(async (trx) => {
+    const row = await imports.upsertStaged(trx, supplier.id, ext, data);
+    if (row) {
+      await recordEvent(trx, { supplierId: supplier.id, type: 'import_process.staged', externalAccountNumber: ext, data: { first_staging: row.inserted } });
+    }
+    return row;
+  });
   if (staged) return { created: staged.inserted, body };
 
   // The upsert's guard refused: the account is imported or marked to skip.

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { findCallerSupplier } from '../../http/auth.ts';
-import type { Caller } from '../auth/token.service.ts';
+import { findCallerSupplier } from '../../core/suppliers.ts';
+import type { Caller } from '../../core/caller.ts';
 import { countNotes, findPinnedNotes } from '../notes/notes.repository.ts';
 import { findStatements } from '../statements/statements.repository.ts';
 import { findBalance, findOpenPeriodStart } from '../transactions/transactions.repository.ts';
@@ -9,7 +9,7 @@ import {
   findAccountWithTeam, findActivePaymentInstruction, findCustomers, findSupplyAddresses, findSupplyPoints,
 } from './account-read.repository.ts';
 import type { AccountView } from './account-read.schemas.ts';
-import { utcSeconds } from '../../http/wire.schemas.ts';
+import { utcSeconds } from '../../schemas/datetime.ts';
 import { documentLocation } from './document-location.ts';
 import { accountNotFound } from './imported-account.ts';
 

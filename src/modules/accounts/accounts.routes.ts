@@ -3,7 +3,7 @@ import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountPathParams, AccountView } from './account-read.schemas.ts';
 import { readAccount } from './account-read.service.ts';
-import { ErrorBody } from '../../http/wire.schemas.ts';
+import { ErrorBody } from '../../schemas/error-body.ts';
 
 export const accountsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, config }) => {
   app.get<{ Params: AccountPathParams }>('/accounts/:import_supplier_code/:external_account_number/', {

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../core/errors.ts';
 
 // The one way every import onto an account (notes, transactions, statements) finds its account.
 // It takes a Transaction so it cannot be called outside one: the row lock it takes serialises every

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { PATH_SAFE_PATTERN } from '../../core/identifiers.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, SupplierStatus } from '../../db/schema.ts';
 import * as repo from './admin.repository.ts';
@@ -134,9 +135,10 @@ function requireText(value: string, what: string): void {
 }
 
 // Codes appear in URL paths: the same rule as external account numbers (D5).
+const PATH_SAFE = new RegExp(PATH_SAFE_PATTERN, 'u');
 function requireCode(code: string): void {
-  if (!/^[^\s/\x00-\x1f\x7f](?:[^/\x00-\x1f\x7f]{0,62}[^\s/\x00-\x1f\x7f])?$/.test(code)) {
-    throw new AdminError(`code "${code}" must be 1 to 64 characters, without "/", control characters or surrounding spaces`);
+  if (code === '' || code.length > 64 || !PATH_SAFE.test(code)) {
+    throw new AdminError(`code "${code}" must be 1 to 64 characters, not "." or "..", without "/", control or format characters or surrounding spaces`);
   }
 }
 

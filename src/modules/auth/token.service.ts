@@ -1,19 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { AppError } from '../../http/errors.ts';
+import type { Caller } from '../../core/caller.ts';
+import { AppError } from '../../core/errors.ts';
 import { findActiveApiKey, findApiKeyByPrefix } from '../admin/admin.repository.ts';
 import { secretMatches, splitKey } from '../admin/api-keys.ts';
+import { insertRefreshToken, revokeFamily, useRefreshToken } from './refresh-tokens.repository.ts';
 
 // Tokens are HS256 JWTs naming the organisation and the API key they came from. The signing key is
 // TOKEN_SECRET when configured, otherwise one generated once and kept in the store, so every
 // instance and every restart verifies the same tokens. A revoked key's tokens fail the guard,
-// which looks the key up on each request.
+// which looks the key up on each request. Refresh tokens rotate on use, with their state in the
+// store (migration 008), so that rotation and reuse detection hold across instances.
 const SIGNING_KEY_SETTING = 'token_signing_key';
 const ISSUER = 'account-migration-import';
-
-export interface Caller { organisationId: number; apiKeyId: number }
 
 export interface TokenPair { token: string; expiresIn: number; refreshToken: string; refreshExpiresIn: number }
 
@@ -31,27 +32,34 @@ export async function createTokenService(db: Kysely<Database>, options: TokenSer
     { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   const failed = () => new AppError('authentication_failed', 'Invalid or revoked credentials.');
 
-  async function issue(caller: Caller): Promise<TokenPair> {
-    const sign = (typ: string, ttl: number) => new SignJWT({ typ, key: caller.apiKeyId })
+  // Each refresh token is a row (refresh-tokens.repository.ts) in a family that starts at an API key:
+  // trading one marks it used and issues its successor; a used one presented again revokes the family.
+  async function issue(executor: Kysely<Database> | Transaction<Database>, caller: Caller, familyId: string): Promise<TokenPair> {
+    const now = Math.floor(Date.now() / 1000);
+    const sign = (typ: string, jti: string, exp: number) => new SignJWT({ typ, key: caller.apiKeyId })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(String(caller.organisationId))
       .setIssuer(ISSUER)
-      .setIssuedAt()
-      .setJti(randomBytes(9).toString('base64url'))
-      .setExpirationTime(Math.floor(Date.now() / 1000) + ttl)
+      .setIssuedAt(now)
+      .setJti(jti)
+      .setExpirationTime(exp)
       .sign(secret);
+    const refreshJti = randomBytes(16).toString('base64url');
+    const refreshExp = now + options.refreshTokenTtlSeconds;
+    await insertRefreshToken(executor, { jti: refreshJti, familyId, apiKeyId: caller.apiKeyId, expiresAt: new Date(refreshExp * 1000) });
     return {
-      token: await sign('access', options.tokenTtlSeconds),
+      token: await sign('access', randomBytes(9).toString('base64url'), now + options.tokenTtlSeconds),
       expiresIn: options.tokenTtlSeconds,
-      refreshToken: await sign('refresh', options.refreshTokenTtlSeconds),
+      refreshToken: await sign('refresh', refreshJti, refreshExp),
       refreshExpiresIn: options.refreshTokenTtlSeconds,
     };
   }
 
-  async function verify(token: string, typ: 'access' | 'refresh'): Promise<Caller> {
+  async function verify(token: string, typ: 'access' | 'refresh'): Promise<Caller & { jti: string | undefined }> {
     let payload;
     try {
-      ({ payload } = await jwtVerify(token, secret, { issuer: ISSUER, algorithms: ['HS256'] }));
+      // A token without `exp` would be valid forever: the claim is required (jose refuses it when absent).
+      ({ payload } = await jwtVerify(token, secret, { issuer: ISSUER, algorithms: ['HS256'], requiredClaims: ['exp'] }));
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw new AppError('token_expired', 'The token has expired; obtain a new one.');
       throw failed();
@@ -59,7 +67,7 @@ export async function createTokenService(db: Kysely<Database>, options: TokenSer
     if (payload.typ !== typ || typeof payload.key !== 'number') throw failed();
     const key = await findActiveApiKey(db, payload.key);
     if (!key || String(key.organisation_id) !== payload.sub) throw failed();
-    return { organisationId: key.organisation_id, apiKeyId: key.id };
+    return { organisationId: key.organisation_id, apiKeyId: key.id, jti: payload.jti };
   }
 
   return {
@@ -67,12 +75,24 @@ export async function createTokenService(db: Kysely<Database>, options: TokenSer
       const parts = splitKey(apiKey);
       const row = parts ? await findApiKeyByPrefix(db, parts.prefix) : undefined;
       if (!parts || !row || row.revoked_at !== null || !secretMatches(parts.secret, row.secret_hash)) throw failed();
-      return issue({ organisationId: row.organisation_id, apiKeyId: row.id });
+      return issue(db, { organisationId: row.organisation_id, apiKeyId: row.id }, randomBytes(16).toString('base64url'));
     },
     async obtainWithRefreshToken(refreshToken) {
-      return issue(await verify(refreshToken, 'refresh'));
+      const { jti, ...caller } = await verify(refreshToken, 'refresh');
+      if (jti === undefined) throw failed();
+      const outcome = await db.transaction().execute(async (trx) => {
+        const use = await useRefreshToken(trx, jti);
+        return use.kind === 'fresh' ? { kind: 'issued' as const, pair: await issue(trx, caller, use.familyId) } : use;
+      });
+      if (outcome.kind === 'issued') return outcome.pair;
+      // Revoked after the rotation's transaction, so that a failure answer cannot roll it back.
+      if (outcome.kind === 'reused') await revokeFamily(db, outcome.familyId);
+      throw failed();
     },
-    authenticate: (token) => verify(token, 'access'),
+    async authenticate(token) {
+      const { jti: _jti, ...caller } = await verify(token, 'access');
+      return caller;
+    },
   };
 }
 

@@ -1,45 +1,38 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import type { JobQueue } from '../../queue/queue.ts';
 import type { WelcomeEmail } from './welcome-email.ts';
 
-// The outbox: emails are written in the transaction that causes them (so a rolled-back create sends
-// nothing) and delivered later by the sender, at least once.
+// The outbox: an email is a row written in the transaction that causes it, together with its
+// delivery job on the queue (same transaction), so a rolled-back create sends nothing and a
+// committed one always has its job. The row keeps what was sent, how many attempts, the last error.
 type Db = Kysely<Database>;
 
-export async function queueEmails(trx: Transaction<Database>, accountId: number, emails: WelcomeEmail[]): Promise<void> {
+export const WELCOME_EMAIL_QUEUE = 'welcome_email';
+
+export async function queueEmails(
+  queue: JobQueue, trx: Transaction<Database>, accountId: number, emails: WelcomeEmail[],
+): Promise<void> {
   if (emails.length === 0) return;
-  await trx.insertInto('outbox_emails')
+  const rows = await trx.insertInto('outbox_emails')
     .values(emails.map((e) => ({ account_id: accountId, recipient: e.recipient, subject: e.subject, body: e.body })))
-    .execute();
+    .returning('id').execute();
+  await queue.sendMany(WELCOME_EMAIL_QUEUE, rows.map((r) => ({ email_id: r.id })), { trx });
 }
 
-export interface ClaimedEmail { id: number; recipient: string; subject: string; body: string; attempts: number }
+export interface OutboxEmail { id: number; recipient: string; subject: string; body: string; attempts: number; sent_at: Date | null }
 
-/**
- * Claims up to `limit` due emails in one statement. SKIP LOCKED lets several senders (instances) claim
- * disjoint batches; pushing next_attempt_at out by `leaseSeconds` is the claim itself, so the emails are
- * sent outside any transaction and a sender that dies mid-send only delays them until the lease ends.
- */
-export async function claimDueEmails(db: Db, limit: number, leaseSeconds: number, maxAttempts: number): Promise<ClaimedEmail[]> {
-  const { rows } = await sql<ClaimedEmail>`
-    UPDATE outbox_emails SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
-    WHERE id IN (
-      SELECT id FROM outbox_emails
-      WHERE sent_at IS NULL AND next_attempt_at <= now() AND attempts < ${maxAttempts}
-      ORDER BY next_attempt_at, id
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )
-    RETURNING id, recipient, subject, body, attempts`.execute(db);
-  return rows;
+/** Counts the attempt before it is made, so an attempt cut short by a crash still shows. */
+export async function beginAttempt(db: Db, id: number): Promise<OutboxEmail | undefined> {
+  return db.updateTable('outbox_emails').set({ attempts: sql`attempts + 1`, next_attempt_at: sql<Date>`now()` })
+    .where('id', '=', id).where('sent_at', 'is', null)
+    .returning(['id', 'recipient', 'subject', 'body', 'attempts', 'sent_at']).executeTakeFirst();
 }
 
 export async function markSent(db: Db, id: number): Promise<void> {
   await db.updateTable('outbox_emails').set({ sent_at: sql<Date>`now()`, last_error: null }).where('id', '=', id).execute();
 }
 
-export async function scheduleRetry(db: Db, id: number, delaySeconds: number, error: string): Promise<void> {
-  await db.updateTable('outbox_emails')
-    .set({ next_attempt_at: sql<Date>`now() + make_interval(secs => ${delaySeconds})`, last_error: error.slice(0, 1000) })
-    .where('id', '=', id).execute();
+export async function recordFailure(db: Db, id: number, error: string): Promise<void> {
+  await db.updateTable('outbox_emails').set({ last_error: error.slice(0, 1000) }).where('id', '=', id).execute();
 }

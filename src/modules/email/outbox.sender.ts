@@ -1,48 +1,51 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
+import type { JobQueue } from '../../queue/queue.ts';
 import { transportFor, type EmailTransport } from './email.transports.ts';
 import * as outbox from './outbox.repository.ts';
+import { WELCOME_EMAIL_QUEUE } from './outbox.repository.ts';
 
-// Delivers the outbox: every instance runs a sender; SKIP LOCKED gives each a disjoint batch.
-// Delivery is at least once (a sender that dies after sending but before marking sends again after
-// the lease); a failed send is retried with exponential backoff, up to MAX_ATTEMPTS, then left with
-// its last_error for an operator to see.
+// Delivers the outbox on the job queue: each email has a job written with it; workers on every
+// instance take jobs (pg-boss hands each to one worker). Delivery is at least once (a worker that
+// dies after sending but before marking sends again once the job expires); a failed send is
+// retried by the queue with exponential backoff, up to MAX_ATTEMPTS, then left with its last_error
+// for an operator to see.
 
 export const OUTBOX_POLICY = {
-  batchSize: 20,
-  /** How long a claimed email is reserved for its sender: longer than any send takes. */
-  leaseSeconds: 300,
   maxAttempts: 10,
-  /** Retry delay after the n-th failed attempt: base · 2^(n-1), at most maxDelay. */
+  /** The first retry comes after about this long; each next one about twice as late (pg-boss backoff, with jitter). */
   baseDelaySeconds: 30,
-  maxDelaySeconds: 3600,
+  /** How long one send may take before the queue gives the email to another worker. */
+  expireInSeconds: 300,
 } as const;
 
-export function retryDelaySeconds(attempts: number): number {
-  return Math.min(OUTBOX_POLICY.maxDelaySeconds, OUTBOX_POLICY.baseDelaySeconds * 2 ** Math.max(0, attempts - 1));
+/** The queue's policy for welcome emails. */
+export async function defineEmailQueue(queue: JobQueue): Promise<void> {
+  await queue.define(WELCOME_EMAIL_QUEUE, {
+    retryLimit: OUTBOX_POLICY.maxAttempts - 1,
+    retryDelay: OUTBOX_POLICY.baseDelaySeconds,
+    retryBackoff: true,
+    expireInSeconds: OUTBOX_POLICY.expireInSeconds,
+  });
 }
 
-export interface DeliveryResult { sent: number; failed: number }
+export type DeliveryOutcome = 'sent' | 'already_sent';
 
-/** One batch: claims due emails, sends each, marks it sent or schedules its retry. */
-export async function deliverDueEmails(
-  db: Kysely<Database>, transport: EmailTransport, from = 'no-reply@example.com',
-): Promise<DeliveryResult> {
-  const claimed = await outbox.claimDueEmails(db, OUTBOX_POLICY.batchSize, OUTBOX_POLICY.leaseSeconds, OUTBOX_POLICY.maxAttempts);
-  const result: DeliveryResult = { sent: 0, failed: 0 };
-  for (const email of claimed) {
-    try {
-      await transport.send({ from, to: email.recipient, subject: email.subject, text: email.body });
-    } catch (error) {
-      await outbox.scheduleRetry(db, email.id, retryDelaySeconds(email.attempts), (error as Error).message ?? String(error));
-      result.failed += 1;
-      continue;
-    }
-    await outbox.markSent(db, email.id);
-    result.sent += 1;
+/** One email job: sends it unless it was sent already; a failure is recorded and thrown (the queue retries). */
+export async function deliverEmail(
+  db: Kysely<Database>, transport: EmailTransport, from: string, emailId: number,
+): Promise<DeliveryOutcome> {
+  const email = await outbox.beginAttempt(db, emailId);
+  if (!email) return 'already_sent';
+  try {
+    await transport.send({ from, to: email.recipient, subject: email.subject, text: email.body });
+  } catch (error) {
+    await outbox.recordFailure(db, email.id, (error as Error).message ?? String(error));
+    throw error;
   }
-  return result;
+  await outbox.markSent(db, email.id);
+  return 'sent';
 }
 
 export interface SenderLogger {
@@ -53,47 +56,37 @@ export interface SenderLogger {
 export interface OutboxSender { stop(): Promise<void> }
 
 /**
- * Polls the outbox every `config.outboxIntervalMs` (0 turns the sender off), draining full batches
- * back to back. stop() waits for the batch in flight, so shutdown never abandons a claimed email
- * half-marked.
+ * Works the welcome-email queue on this instance. `config.outboxIntervalMs` is how often an idle
+ * worker looks for a job (0 turns sending off on this instance). stop() closes the transport; the
+ * queue's own stop waits for the sends in flight.
  */
-export function startOutboxSender({ db, config, logger, transport }: {
+export async function startOutboxSender({ db, queue, config, logger, transport, concurrency = 2 }: {
   db: Kysely<Database>;
+  queue: JobQueue;
   config: Pick<Config, 'emailTransport' | 'smtpUrl' | 'emailFrom' | 'outboxIntervalMs'>;
   logger: SenderLogger;
   transport?: EmailTransport;
-}): OutboxSender {
-  if (config.outboxIntervalMs === 0) return { stop: async () => {} };
+  concurrency?: number;
+}): Promise<OutboxSender> {
+  if (config.outboxIntervalMs === 0 || concurrency === 0) return { stop: async () => {} };
   const via = transport ?? transportFor(config, logger);
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-
-  const cycle = async () => {
-    try {
-      let result: DeliveryResult;
-      do {
-        result = await deliverDueEmails(db, via, config.emailFrom);
-        if (result.sent + result.failed > 0) logger.info({ outbox: result }, 'outbox batch delivered');
-      } while (!stopped && result.sent + result.failed === OUTBOX_POLICY.batchSize);
-    } catch (error) {
-      logger.error({ err: error }, 'outbox delivery failed; retrying at the next poll');
-    }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = cycle().finally(schedule);
-    }, config.outboxIntervalMs);
-    timer.unref();
-  };
-  schedule();
-
+  await defineEmailQueue(queue);
+  const name = await queue.work<{ email_id: number }>(
+    WELCOME_EMAIL_QUEUE,
+    { concurrency, pollingIntervalSeconds: Math.max(0.5, config.outboxIntervalMs / 1000) },
+    async (job) => {
+      try {
+        const outcome = await deliverEmail(db, via, config.emailFrom, job.data.email_id);
+        if (outcome === 'sent') logger.info({ email_id: job.data.email_id }, 'welcome email delivered');
+      } catch (error) {
+        logger.error({ err: error, email_id: job.data.email_id, attempt: job.retryCount + 1 }, 'welcome email failed; the queue retries it');
+        throw error;
+      }
+    },
+  );
   return {
     async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
+      await queue.offWork(name);
       via.close();
     },
   };

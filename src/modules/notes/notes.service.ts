@@ -1,10 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { requireCallerSupplier } from '../../http/auth.ts';
+import { requireCallerSupplier } from '../../core/suppliers.ts';
 import type { Note } from '../account-data/note.schemas.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
-import { utcSeconds } from '../../http/wire.schemas.ts';
-import type { Caller } from '../auth/token.service.ts';
+import { utcSeconds } from '../../schemas/datetime.ts';
+import type { Caller } from '../../core/caller.ts';
+import { recordEvent } from '../events/events.repository.ts';
 import type { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 import { findNotesWithBodies, insertNotes, type NoteRow, type StoredNote } from './notes.repository.ts';
 
@@ -35,6 +36,10 @@ export async function importNotes(db: Kysely<Database>, caller: Caller, body: Cr
       return { created_at: utcSeconds(createdAt), body: w.body, status: 'NOTE_CREATION_SUCCESS' as const };
     });
     await insertNotes(trx, account.id, fresh);
+    await recordEvent(trx, {
+      supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
+      data: { kind: 'notes', added: fresh.length, already_existing: wanted.length - fresh.length },
+    });
     return results;
   });
 }

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database } from '../../db/schema.ts';
 
 // Payment instructions and the rows they hang on. Free functions, executor first.
@@ -27,15 +26,13 @@ export interface NewInstruction {
 
 /**
  * Inserts the account's active instruction. Returns undefined when the account already has one: the
- * partial unique index payment_instructions_active_key decides between concurrent requests.
+ * partial unique index payment_instructions_active_key decides between concurrent requests. The
+ * conflict is settled by ON CONFLICT rather than a caught error, so the caller's transaction (which
+ * also writes the event) stays usable.
  */
 export async function insertActiveInstruction(db: Db, values: NewInstruction): Promise<{ id: number } | undefined> {
-  try {
-    return await db.insertInto('payment_instructions')
-      .values({ ...values, details: JSON.stringify(values.details), active: true })
-      .returning('id').executeTakeFirstOrThrow();
-  } catch (error) {
-    if (isUniqueViolation(error, 'payment_instructions_active_key')) return undefined;
-    throw error;
-  }
+  return db.insertInto('payment_instructions')
+    .values({ ...values, details: JSON.stringify(values.details), active: true })
+    .onConflict((oc) => oc.column('account_id').where('active', '=', true).doNothing())
+    .returning('id').executeTakeFirst();
 }

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorBody } from '../../http/wire.schemas.ts';
+import { ErrorBody } from '../../schemas/error-body.ts';
 import { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import { createPaymentInstruction } from './payment-instructions.service.ts';
 

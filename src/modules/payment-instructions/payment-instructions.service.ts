@@ -1,9 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { requireCallerSupplier } from '../../http/auth.ts';
-import { AppError } from '../../http/errors.ts';
+import { requireCallerSupplier } from '../../core/suppliers.ts';
+import { AppError } from '../../core/errors.ts';
 import { findImportedAccount } from '../accounts/imported-account.ts';
-import type { Caller } from '../auth/token.service.ts';
+import type { Caller } from '../../core/caller.ts';
+import { recordEvent } from '../events/events.repository.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import * as repo from './payment-instructions.repository.ts';
 import { createVendorClient, type VendorClientFactory } from './vendors/vendor-factory.ts';
@@ -25,8 +26,18 @@ export async function createPaymentInstruction(
   if (!vendor) throw AppError.field('payment_vendor_not_found', `No payment vendor with code "${body.vendor}".`, 'vendor');
   const reply = { service_account_number: account.number, reference: body.reference };
 
+  const event = (added: number) => ({
+    supplierId: supplier.id, type: 'post_import.completed' as const, externalAccountNumber: body.external_account_number,
+    data: { kind: 'payment_instruction' as const, added, already_existing: 1 - added },
+  });
+  const alreadyStored = async (active: { vendor_id: number; reference: string }) => {
+    const same = sameOrConflict(active, vendor.id, body.reference, reply);
+    await db.transaction().execute((trx) => recordEvent(trx, event(0)));
+    return same;
+  };
+
   const active = await repo.findActiveInstruction(db, account.id);
-  if (active) return sameOrConflict(active, vendor.id, body.reference, reply);
+  if (active) return alreadyStored(active);
 
   const result = await clientFor(vendor).fetchInstruction(body.reference);
   switch (result.outcome) {
@@ -40,15 +51,19 @@ export async function createPaymentInstruction(
       break;
   }
 
-  const stored = await repo.insertActiveInstruction(db, {
-    account_id: account.id, vendor_id: vendor.id, reference: body.reference, type: body.type,
-    status: result.status, details: result.details,
+  const stored = await db.transaction().execute(async (trx) => {
+    const row = await repo.insertActiveInstruction(trx, {
+      account_id: account.id, vendor_id: vendor.id, reference: body.reference, type: body.type,
+      status: result.status, details: result.details,
+    });
+    if (row) await recordEvent(trx, event(1));
+    return row;
   });
   if (stored) return reply;
   // Another request stored an instruction while the vendor was being asked: the same one is success.
   const winner = await repo.findActiveInstruction(db, account.id);
   if (!winner) throw new Error('payment instruction insert conflicted but no active instruction exists');
-  return sameOrConflict(winner, vendor.id, body.reference, reply);
+  return alreadyStored(winner);
 }
 
 function sameOrConflict(

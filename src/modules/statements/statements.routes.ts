@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorBody } from '../../http/wire.schemas.ts';
+import { ErrorBody } from '../../schemas/error-body.ts';
 import { CreateStatementsBody } from './statements.schemas.ts';
 import { importStatements } from './statements.service.ts';
 

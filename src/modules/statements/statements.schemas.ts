@@ -1,18 +1,17 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { dateRangeRule, registerRules, uniqueItemsRule } from '../../http/validation.ts';
+import { dateRangeRule, registerRules, uniqueItemsRule } from '../../core/validation.ts';
 import { DocumentPath } from '../account-data/note.schemas.ts';
-import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
+import { DateString, ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
 import { MAX_AMOUNT } from '../transactions/transactions.schemas.ts';
 
 // Historical statements (spec 2.6, 4.6, D8): PDFs already issued by the supplier. Each one closes a
 // statement period of the account: transactions go after the latest one's bill_period_to_date.
 
 export const MAX_STATEMENTS_PER_REQUEST = 500;
-const DateString = Type.String({ format: 'date', maxLength: 10 });
 
 export const StatementItem = Type.Object({
   bill_period_from_date: DateString,
-  bill_period_to_date: Type.String({ format: 'date', maxLength: 10, description: 'Not before bill_period_from_date (`invalid_date_range`)' }),
+  bill_period_to_date: Type.String({ ...DateString, description: `${DateString.description} Not before bill_period_from_date (\`invalid_date_range\`).` }),
   statement_id: Type.String({ minLength: 1, maxLength: 100, description: 'Unique per account; a repeat with the same data changes nothing' }),
   issued_date: DateString,
   number: Type.String({ minLength: 1, maxLength: 100 }),

@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { requireCallerSupplier } from '../../http/auth.ts';
-import { AppError, type FieldError } from '../../http/errors.ts';
+import { requireCallerSupplier } from '../../core/suppliers.ts';
+import { AppError, type FieldError } from '../../core/errors.ts';
+import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
-import type { Caller } from '../auth/token.service.ts';
+import type { Caller } from '../../core/caller.ts';
+import { recordEvent } from '../events/events.repository.ts';
 import { decimalString, moneyString } from '../transactions/money.ts';
 import type { CreateStatementsBody, StatementItem } from './statements.schemas.ts';
 import { findStatements, insertStatements, type StatementRow } from './statements.repository.ts';
@@ -36,7 +38,8 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
         }
         return;
       }
-      const clash = periods.find((p) => p.from <= item.bill_period_to_date && item.bill_period_from_date <= p.to);
+      const [from, to] = [dayNumber(item.bill_period_from_date), dayNumber(item.bill_period_to_date)];
+      const clash = periods.find((p) => dayNumber(p.from) <= to && from <= dayNumber(p.to));
       if (clash) {
         errors.push({
           code: 'statement_period_overlap', attr: `statements.${index}.bill_period_from_date`,
@@ -50,8 +53,8 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
     if (errors.length > 0) {
       const overlapsOnly = errors.every((e) => e.code === 'statement_period_overlap');
       throw overlapsOnly
-        ? new AppError('statement_period_overlap', errors[0]!.detail, errors)
-        : new AppError('invalid', 'The request failed validation.', errors);
+        ? new AppError('statement_period_overlap', errors[0]!.detail, { errors })
+        : new AppError('invalid', 'The request failed validation.', { errors });
     }
     if (fresh.length > 0) {
       await insertStatements(trx, fresh.map((item) => ({
@@ -65,6 +68,10 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
         statement_path: item.statement_path ?? null,
       })));
     }
+    await recordEvent(trx, {
+      supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
+      data: { kind: 'statements', added: fresh.length, already_existing: body.statements.length - fresh.length },
+    });
   });
   return body;
 }

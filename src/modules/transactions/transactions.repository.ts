@@ -58,10 +58,34 @@ export type NewTransactionValues = Omit<NewTransaction, 'account_id' | 'line_ite
 export async function findBalance(db: Kysely<Database>, accountId: number): Promise<{ balance: string; count: number }> {
   const row = await db.selectFrom('transactions')
     .select([
-      sql<string>`coalesce(sum(case when type in ('CREDIT', 'PAYMENT') then amount else -amount end), 0)::numeric(16, 2)`.as('balance'),
+      // Plain numeric, never cast to a narrower type: a sum past any fixed precision (rows stored
+      // before the balance bound, issue #14) still reads instead of failing with 22003.
+      sql<string>`round(coalesce(sum(case when type in ('CREDIT', 'PAYMENT') then amount else -amount end), 0), 2)`.as('balance'),
       (eb) => eb.fn.countAll<number>().as('count'),
     ])
     .where('account_id', '=', accountId)
     .executeTakeFirstOrThrow();
   return { balance: row.balance, count: Number(row.count) };
+}
+
+/** What an account's balance may reach either way: what numeric(16, 2) holds, 100 times the largest amount. */
+export const MAX_BALANCE = '99999999999999.99';
+
+/**
+ * The first of `rows` (in order) at which the account's balance, from what it holds now, would leave
+ * ±MAX_BALANCE, with that balance; null when the batch keeps it in range. Summed in SQL over numeric.
+ */
+export async function findBalanceOverflow(trx: Trx, accountId: number, rows: Array<Pick<NewTransactionValues, 'amount' | 'type'>>): Promise<{ index: number; balance: string } | null> {
+  const { rows: found } = await sql<{ index: number; balance: string }>`
+    WITH before AS (
+      SELECT coalesce(sum(CASE WHEN type IN ('CREDIT', 'PAYMENT') THEN amount ELSE -amount END), 0) AS balance
+      FROM transactions WHERE account_id = ${accountId}::int8
+    ), running AS (
+      SELECT x.ord, (SELECT balance FROM before) + sum(CASE WHEN x.item->>'type' IN ('CREDIT', 'PAYMENT')
+        THEN (x.item->>'amount')::numeric ELSE -(x.item->>'amount')::numeric END) OVER (ORDER BY x.ord) AS balance
+      FROM jsonb_array_elements(${JSON.stringify(rows.map((r) => ({ amount: r.amount, type: r.type })))}::jsonb) WITH ORDINALITY AS x(item, ord)
+    )
+    SELECT (ord - 1)::int4 AS index, balance::text AS balance FROM running
+    WHERE abs(balance) > ${MAX_BALANCE}::numeric ORDER BY ord LIMIT 1`.execute(trx);
+  return found[0] ?? null;
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorBody } from '../../http/wire.schemas.ts';
+import { ErrorBody } from '../../schemas/error-body.ts';
 import {
   CreateTransactionsBody, CreateTransactionsQuery, CreateTransactionsResponse, TransactionImportError,
 } from './transactions.schemas.ts';
@@ -14,7 +14,8 @@ export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { d
       summary: 'Import financial transactions onto an imported account (spec 4.5)',
       description: 'All or nothing per batch. Dedupe by transaction_id per account. A transaction dated before the open '
         + 'statement period (which starts the day after the latest historical statement) is moved to its first day '
-        + 'with a description and a pinned note, or fails the batch when force_add_to_current_statement=false.',
+        + 'with a description and a pinned note, or fails the batch when force_add_to_current_statement=false. '
+        + 'A batch that would take the account balance past ±99999999999999.99 fails with account_balance_out_of_range.',
       querystring: CreateTransactionsQuery,
       body: CreateTransactionsBody,
       response: { 201: CreateTransactionsResponse, 400: TransactionImportError, 404: ErrorBody },

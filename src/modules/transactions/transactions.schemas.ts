@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { dateRangeRule, registerRules, uniqueItemsRule } from '../../http/validation.ts';
-import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
-import { ErrorBody } from '../../http/wire.schemas.ts';
+import { dateRangeRule, registerRules, uniqueItemsRule } from '../../core/validation.ts';
+import { DateString, ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
+import { ErrorBody } from '../../schemas/error-body.ts';
 
 // Financial transactions (spec 2.5, 4.5, D8). Each type takes its own fields and no others: a
 // discriminated union on `type`, so a field of another type is an `unknown_field`.
@@ -17,7 +17,6 @@ export const MAX_AMOUNT = 999_999_999_999.99;
 export const MAX_TRANSACTIONS_PER_BATCH = 1000;
 
 const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
-const DateString = Type.String({ format: 'date', maxLength: 10 });
 const Quantity = Type.Number({ minimum: -1e12, maximum: 1e12 });
 const Money = Type.Number({ exclusiveMinimum: 0, maximum: MAX_AMOUNT, 'x-decimal-places': 2, description: 'Positive, at most two decimals; the type gives the sign' });
 
@@ -80,8 +79,8 @@ export const CreateTransactionsBody = Type.Object({
 export type CreateTransactionsBody = Static<typeof CreateTransactionsBody>;
 
 export const CreateTransactionsQuery = Type.Object({
-  check_previously_added: Type.Optional(Type.Boolean({ default: true, description: 'Look up each transaction_id first and skip those added before' })),
-  force_add_to_current_statement: Type.Optional(Type.Boolean({ default: true, description: 'Move a transaction dated before the open statement period to its first day' })),
+  check_previously_added: Type.Optional(Type.Boolean({ default: true, description: 'Look up each transaction_id first and skip those added before. Accepts true, false, True, False, TRUE, FALSE, 1 or 0.' })),
+  force_add_to_current_statement: Type.Optional(Type.Boolean({ default: true, description: 'Move a transaction dated before the open statement period to its first day. Accepts true, false, True, False, TRUE, FALSE, 1 or 0.' })),
 }, { additionalProperties: false });
 export type CreateTransactionsQuery = Static<typeof CreateTransactionsQuery>;
 

@@ -1,14 +1,17 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { requireCallerSupplier } from '../../http/auth.ts';
-import { AppError } from '../../http/errors.ts';
+import { requireCallerSupplier } from '../../core/suppliers.ts';
+import { AppError } from '../../core/errors.ts';
+import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
-import type { Caller } from '../auth/token.service.ts';
+import type { Caller } from '../../core/caller.ts';
+import { recordEvent } from '../events/events.repository.ts';
 import { insertNotes } from '../notes/notes.repository.ts';
 import { decimalString, moneyString } from './money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
-  findOpenPeriodStart, findTransactionsById, insertTransactions, type NewTransactionValues, type TransactionRow,
+  findBalanceOverflow, findOpenPeriodStart, findTransactionsById, insertTransactions, MAX_BALANCE, type NewTransactionValues,
+  type TransactionRow,
 } from './transactions.repository.ts';
 
 export interface ImportOptions { checkPreviouslyAdded: boolean; forceAddToCurrentStatement: boolean }
@@ -39,7 +42,7 @@ export async function importTransactions(
       if (existing.has(item.transaction_id)) return;
       let description: string | null = null;
       let date = item.transaction_date;
-      if (periodStart !== null && date < periodStart) {
+      if (periodStart !== null && dayNumber(date) < dayNumber(periodStart)) {
         if (!options.forceAddToCurrentStatement) {
           throw importError(
             `Transaction "${item.transaction_id}" is dated ${date}, before the open statement period, which starts ${periodStart}.`,
@@ -52,6 +55,15 @@ export async function importTransactions(
       }
       rows.push(toRow(item, date, description));
     });
+
+    // An account accumulates at most ±MAX_BALANCE (issue #14): past it, its balance would not fit
+    // what clients and reports hold, so the batch is refused whole at the item that crosses.
+    const overflow = rows.length > 0 ? await findBalanceOverflow(trx, account.id, rows) : null;
+    if (overflow) {
+      const id = rows[overflow.index]!.transaction_id;
+      const detail = `Transaction "${id}" would take the account's balance to ${overflow.balance}; an account's balance must stay within -${MAX_BALANCE} and ${MAX_BALANCE}.`;
+      throw AppError.field('account_balance_out_of_range', detail, `transactions.${body.transactions.findIndex((item) => item.transaction_id === id)}.amount`);
+    }
 
     const inserted = rows.length > 0 ? await insertTransactions(trx, account.id, rows) : [];
     const added = new Map(inserted.map((row) => [row.transaction_id, row]));
@@ -66,6 +78,10 @@ export async function importTransactions(
       }]);
     }
 
+    await recordEvent(trx, {
+      supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
+      data: { kind: 'transactions', added: added.size, already_existing: body.transactions.length - rows.length },
+    });
     return {
       results: body.transactions.map((item) => {
         const before = existing.get(item.transaction_id);

@@ -1,3 +1,4 @@
+import { vendorLatency } from '../../../core/process-metrics.ts';
 import { createHttpVendorClient } from './http-vendor.ts';
 import { retryPolicyFor, withRetries, type RetryPolicy } from './retry.ts';
 import { createStripeVendorClient } from './stripe-vendor.ts';
@@ -8,7 +9,24 @@ import type { PaymentVendor, PaymentVendorClient } from './vendor.ts';
 export type VendorClientFactory = (vendor: PaymentVendor) => PaymentVendorClient;
 
 export function createVendorClient(vendor: PaymentVendor, policy: RetryPolicy = retryPolicyFor(vendor.timeout_ms)): PaymentVendorClient {
-  return withRetries(createBaseClient(vendor), policy);
+  return timed(vendor, withRetries(createBaseClient(vendor), policy));
+}
+
+/** Every look-up's latency on /metrics (payment_vendor_request_duration_seconds), as the caller waited for it. */
+function timed(vendor: PaymentVendor, client: PaymentVendorClient): PaymentVendorClient {
+  return {
+    async fetchInstruction(reference) {
+      const stop = vendorLatency.startTimer({ vendor: vendor.code });
+      let outcome = 'error';
+      try {
+        const result = await client.fetchInstruction(reference);
+        outcome = result.outcome;
+        return result;
+      } finally {
+        stop({ outcome });
+      }
+    },
+  };
 }
 
 function createBaseClient(vendor: PaymentVendor): PaymentVendorClient {

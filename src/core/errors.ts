@@ -9,8 +9,10 @@ export const ERROR_CODES = [
   'account_not_staged', 'account_already_imported', 'account_marked_to_skip', 'account_import_in_progress',
   'operations_team_not_found', 'supply_point_already_registered', 'dry_run_rolled_back',
   // 400: imported data (D8, D9)
-  'TRANSACTION_IMPORT_ERROR', 'statement_period_overlap', 'payment_instruction_not_found',
+  'TRANSACTION_IMPORT_ERROR', 'account_balance_out_of_range', 'statement_period_overlap', 'payment_instruction_not_found',
   'payment_vendor_rejected', 'payment_vendor_not_found', 'active_payment_instruction_exists',
+  // 400: migration jobs (D11)
+  'migration_job_not_open', 'migration_job_empty', 'migration_job_finished', 'migration_job_not_finished', 'migration_job_too_large',
   // 401
   'not_authenticated', 'authentication_failed', 'token_expired',
   // 404, 405, 413, 415, 429
@@ -29,9 +31,11 @@ export function statusFor(code: ErrorCode): number {
     case 'import_supplier_not_found': case 'import_supplier_paused': case 'import_supplier_complete':
     case 'account_not_staged': case 'account_already_imported': case 'account_marked_to_skip':
     case 'account_import_in_progress': case 'operations_team_not_found': case 'supply_point_already_registered':
-    case 'dry_run_rolled_back': case 'TRANSACTION_IMPORT_ERROR': case 'statement_period_overlap':
+    case 'dry_run_rolled_back': case 'TRANSACTION_IMPORT_ERROR': case 'account_balance_out_of_range': case 'statement_period_overlap':
     case 'payment_instruction_not_found': case 'payment_vendor_rejected': case 'payment_vendor_not_found':
     case 'active_payment_instruction_exists':
+    case 'migration_job_not_open': case 'migration_job_empty': case 'migration_job_finished':
+    case 'migration_job_not_finished': case 'migration_job_too_large':
       return 400;
     case 'not_authenticated': case 'authentication_failed': case 'token_expired':
       return 401;
@@ -63,27 +67,37 @@ export interface FieldError {
   attr: string;
 }
 
+export interface AppErrorOptions {
+  /** Field items (spec 7.1). */
+  errors?: FieldError[] | undefined;
+  /** Top-level fields some answers add (D6's already-imported create, spec 4.5's TRANSACTION_IMPORT_ERROR). */
+  extra?: Record<string, unknown> | undefined;
+  /** Response headers the answer needs (Retry-After, Allow). */
+  headers?: Record<string, string> | undefined;
+}
+
 /**
- * Every failure a request can end in. Services throw it; the one error handler turns it into the
- * JSON body of spec section 7. `extra` adds top-level fields some answers carry (D6, spec 4.5).
+ * Every failure a request or a job step can end in. Services throw it; the one error mapper turns it
+ * into the JSON body of spec section 7. It knows nothing of HTTP beyond the status its code maps to.
  */
 export class AppError extends Error {
   readonly status: number;
-  constructor(
-    readonly code: ErrorCode,
-    readonly detail: string,
-    readonly errors?: FieldError[],
-    readonly extra?: Record<string, unknown>,
-    readonly headers?: Record<string, string>,
-  ) {
+  readonly errors: FieldError[] | undefined;
+  readonly extra: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(readonly code: ErrorCode, readonly detail: string, options: AppErrorOptions = {}) {
     super(detail);
     this.name = 'AppError';
     this.status = statusFor(code);
+    this.errors = options.errors;
+    this.extra = options.extra;
+    this.headers = options.headers;
   }
 
   /** A single-field failure: the top-level code also appears as the field's item (D4). */
   static field(code: ErrorCode, detail: string, attr: string, extra?: Record<string, unknown>): AppError {
-    return new AppError(code, detail, [{ detail, code, attr }], extra);
+    return new AppError(code, detail, { errors: [{ detail, code, attr }], extra });
   }
 
   body(): Record<string, unknown> {

@@ -1,6 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { dayNumber, isRealDate } from './dates.ts';
 import { AppError, type ErrorCode, type FieldError } from './errors.ts';
+import { decimalPlacesOf, INEXACT_NUMBER_DETAIL, inexactNumbersOf } from './json-numbers.ts';
 
 // The one validator of the service. Request bodies are validated strictly: no type coercion, no
 // removal of undocumented fields (each is an `unknown_field`), every error collected. Each Ajv
@@ -10,7 +12,8 @@ import { AppError, type ErrorCode, type FieldError } from './errors.ts';
 // - `x-error-code` on a root schema: the top-level code of a failure (default `invalid`).
 // - `x-rules: NAME` on any object: runs the cross-field rule set registered under NAME (see
 //   registerRules); it receives the value even when other parts failed, so it must be defensive.
-// - `x-decimal-places: N` on a number: at most N decimals, checked on the number's shortest text.
+// - `x-decimal-places: N` on a number: at most N decimals, counted on the text that was sent when
+//   the parse changed the number (json-numbers.ts), else on the number's shortest text.
 // - `format` values map to domain codes through FORMAT_CODES.
 // - `maxItems: 0` marks an array whose item shape is undocumented: a non-empty one is `not_supported`.
 // - Unions are `oneOf` with a `discriminator` (errors come from the chosen branch only); nullable
@@ -32,8 +35,7 @@ export function dateRangeRule(from: string, to: string): RuleCheck {
     const item = value as Record<string, unknown> | null;
     const start = item?.[from];
     const end = item?.[to];
-    // YYYY-MM-DD strings compare as the dates they name.
-    return typeof start === 'string' && typeof end === 'string' && end < start
+    return isRealDate(start) && isRealDate(end) && dayNumber(end) < dayNumber(start)
       ? [{ path: to, code: 'invalid_date_range', detail: `${to} must not be before ${from}.` }]
       : [];
   };
@@ -86,7 +88,10 @@ export function createAjv(options: { coerce: boolean }): Ajv {
     type: 'number',
     schemaType: 'number',
     errors: false,
-    validate: (places: number, value: number) => decimalPlaces(value) <= places,
+    validate: (places: number, value: number, _schema: unknown, ctx?: { instancePath: string; rootData: unknown }) => {
+      const sent = ctx ? inexactNumbersOf(ctx.rootData)?.get(attrOf(pathOf(ctx.instancePath))) : undefined;
+      return (sent === undefined ? decimalPlaces(value) : decimalPlacesOf(sent)) <= places;
+    },
   });
   ajv.addKeyword({
     keyword: 'x-rules',
@@ -139,9 +144,20 @@ export function compileValidator(schema: object, ajv: Ajv = bodyAjv): Validator 
   const fn = validate;
   return (data) => {
     const unstorable = findUnstorableText(data);
-    if (fn(data) && unstorable.length === 0) return null;
-    return sortByDocumentOrder([...toFieldErrors(fn.errors ?? [], data), ...unstorable], data);
+    const inexact = inexactNumbersOf(data);
+    if (fn(data) && unstorable.length === 0 && inexact === undefined) return null;
+    const errors = [...toFieldErrors(fn.errors ?? [], data), ...unstorable];
+    return sortByDocumentOrder([...errors, ...inexactNumberErrors(inexact, errors)], data);
   };
+}
+
+/** A number the parse changed, at a field nothing else already refused (one reason is enough). */
+function inexactNumberErrors(inexact: ReadonlyMap<string, string> | undefined, errors: FieldError[]): FieldError[] {
+  if (!inexact) return [];
+  const refused = new Set(errors.map((e) => e.attr));
+  return [...inexact.keys()].filter((attr) => !refused.has(attr)).map((attr) => ({
+    code: 'invalid', attr, detail: INEXACT_NUMBER_DETAIL,
+  }));
 }
 
 /**
@@ -188,7 +204,7 @@ export function validationError(code: ErrorCode, errors: FieldError[]): AppError
   const detail = code === 'account_failed_validation'
     ? 'The account data failed validation.'
     : 'The request failed validation.';
-  return new AppError(code, detail, errors);
+  return new AppError(code, detail, { errors });
 }
 
 function pathOf(instancePath: string): string[] {

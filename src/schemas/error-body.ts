@@ -14,8 +14,3 @@ export const ErrorBody = Type.Object({
   errors: Type.Optional(Type.Array(FieldErrorItem)),
 }, { additionalProperties: true });
 export type ErrorBody = Static<typeof ErrorBody>;
-
-/** Datetimes on the wire: UTC with whole seconds, 'YYYY-MM-DDTHH:MM:SSZ' (spec 2.1). */
-export function utcSeconds(value: Date): string {
-  return `${value.toISOString().slice(0, 19)}Z`;
-}

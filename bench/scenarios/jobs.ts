@@ -1,0 +1,150 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { LoopResult } from '../baselines/raw-db.ts';
+import { accountTemplates } from '../lib/account-payload.ts';
+import { JOB_NOTES, JOB_TRANSACTIONS, jobRecordLine, minimalRecordLine } from '../lib/job-records.ts';
+import { uploadNdjson } from '../lib/ndjson-upload.ts';
+import { cpuSeconds, rssBytes, runJsonChild } from '../lib/proc.ts';
+import type { Row } from '../lib/report.ts';
+import { log, routeExists, V1, type Ctx } from './context.ts';
+import { notRun } from './writes.ts';
+
+// Migration jobs (D11): a job of full records run by the service's own workers against raw SQL
+// writing the same rows, and a large upload of minimal records while the service's RSS is sampled.
+const MB = 1024 * 1024;
+const JOBS = `${V1}/migration-jobs/`;
+const TEMPLATES = 50;
+
+interface JobView { id: string; state: string; counts: Record<string, number>; errors_by_code: Array<{ code: string; count: number }> }
+
+async function api<T>(ctx: Ctx, method: string, path: string, body?: unknown): Promise<{ status: number; json: T }> {
+  const res = await fetch(`${ctx.server().url}${path}`, {
+    method, headers: { ...ctx.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: await res.json().catch(() => ({})) as T };
+}
+
+async function createJob(ctx: Ctx): Promise<string> {
+  const res = await api<JobView>(ctx, 'POST', JOBS, { import_supplier: ctx.tenant.supplier, operations_team_name: ctx.tenant.team });
+  if (res.status !== 201) throw new Error(`POST migration-jobs/ answered ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
+  return res.json.id;
+}
+
+function upload(ctx: Ctx, id: string, count: number, line: (n: number) => string) {
+  return uploadNdjson(`${ctx.server().url}${JOBS}${id}/records/`, ctx.headers, count, line);
+}
+
+export async function migrationJob(ctx: Ctx): Promise<void> {
+  const records = ctx.cfg.jobRecords;
+  const what = `migration job: ${records.toLocaleString('en-GB')} records (account, 1 statement, ${JOB_TRANSACTIONS} transactions, ${JOB_NOTES} notes)`;
+  const target = '≥ 50% of baseline';
+  if (!(await routeExists(ctx, 'POST', JOBS))) return notRun(ctx, what, target, 'endpoint not built yet');
+  const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'J', TEMPLATES);
+  const workers = ctx.cfg.jobWorkers;
+
+  log(`${ctx.store}: migration job baseline: raw SQL writing the same rows for ${records} records, ${workers} concurrent`);
+  const base = await runJsonChild<LoopResult & { cpuMs: number }>('bench/baselines/raw-job.ts', {
+    target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId, templates, records, connections: workers,
+  });
+
+  log(`${ctx.store}: migration job: upload ${records} records`);
+  const id = await createJob(ctx);
+  const sent = await upload(ctx, id, records, (n) => jobRecordLine(templates, n));
+  const uploaded = sent.status === 200 ? JSON.parse(sent.body) as { received: number; total_records: number } : undefined;
+  if (!uploaded || uploaded.received !== records) {
+    throw new Error(`upload answered ${sent.status} (${uploaded?.received ?? 0} of ${records} received): ${sent.body.slice(0, 300)}`);
+  }
+  const pid = ctx.server().pid;
+  const cpu = cpuSeconds(pid);
+  const started = performance.now();
+  const start = await api<JobView>(ctx, 'POST', `${JOBS}${id}/start/`, {});
+  if (start.status !== 200) throw new Error(`start answered ${start.status}: ${JSON.stringify(start.json).slice(0, 300)}`);
+  log(`${ctx.store}: migration job ${id} started (${workers} workers)`);
+  const limitSeconds = Math.max(900, records / 2);
+  const deadline = Date.now() + limitSeconds * 1000;
+  let job = start.json;
+  let lastLog = Date.now();
+  let timedOut = false;
+  while (job.state !== 'completed' && job.state !== 'cancelled') {
+    if (Date.now() > deadline) {
+      // Measured so far, and stopped so that it does not weigh on the rows after it.
+      timedOut = true;
+      job = (await api<JobView>(ctx, 'GET', `${JOBS}${id}/`)).json;
+      await api(ctx, 'POST', `${JOBS}${id}/cancel/`);
+      break;
+    }
+    await sleep(500);
+    job = (await api<JobView>(ctx, 'GET', `${JOBS}${id}/`)).json;
+    if (Date.now() - lastLog > 15_000) {
+      lastLog = Date.now();
+      log(`${ctx.store}: migration job ${job.state}: ${JSON.stringify(job.counts)}`);
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const cpuMs = (cpuSeconds(pid) - cpu) * 1000;
+  const succeeded = job.counts.succeeded ?? 0;
+  const failed = timedOut ? 0 : records - succeeded;
+  let why = '';
+  if (failed > 0) {
+    const res = await fetch(`${ctx.server().url}${JOBS}${id}/records/?outcome=failed`, { headers: ctx.headers });
+    why = `; first failure: ${(await res.text()).split('\n')[0]?.slice(0, 300)}`;
+  }
+  log(`${ctx.store}: migration job ${job.state} in ${seconds.toFixed(1)} s: ${JSON.stringify(job.counts)}${why}`);
+  const rps = succeeded / seconds;
+  const ratio = base.rps > 0 ? rps / base.rps : undefined;
+  const clean = !timedOut && failed === 0 && job.state === 'completed' && base.failed === 0;
+  ctx.rows.push({
+    store: ctx.store, what, connections: workers,
+    service: { rps, cpuMsPerRequest: cpuMs / Math.max(1, succeeded), non2xx: failed, codes: failed ? Object.fromEntries(job.errors_by_code.map((e) => [e.code, e.count])) : {} },
+    baseline: { label: 'raw SQL, same rows', rps: base.rps, p50: base.latencyMs.p50, p99: base.latencyMs.p99, errors: base.failed, cpuMsPerRequest: base.cpuMs / Math.max(1, base.ok) },
+    ratio, target, pass: ratio === undefined ? null : clean && ratio >= 0.5,
+    note: `req/s = records/s from start to completed (${seconds.toFixed(1)} s), CPU ms/req = service CPU per record (baseline: its client's); upload ${(records / sent.seconds).toFixed(0)} records/s, `
+      + `${(sent.bytes / MB).toFixed(0)} MB; ${workers} workers (WORKER_CONCURRENCY), baseline ${workers} concurrent`
+      + `${base.failed ? `; baseline: ${base.failed} failed (${base.firstError})` : ''}${failed ? `; job ${job.state}, ${failed} records not succeeded${why}` : ''}`
+      + `${timedOut ? `; not finished in ${limitSeconds} s (${succeeded} of ${records} succeeded; rate so far), then cancelled` : ''}`,
+  });
+}
+
+export async function uploadMemory(ctx: Ctx): Promise<void> {
+  const records = ctx.cfg.uploadRecords;
+  const what = `migration job upload: ${records.toLocaleString('en-GB')} minimal records (account only), one request`;
+  const target = 'RSS growth < 100 MB';
+  if (!(await routeExists(ctx, 'POST', JOBS))) return notRun(ctx, what, target, 'endpoint not built yet');
+  const id = await createJob(ctx);
+  const server = ctx.server();
+  log(`${ctx.store}: upload ${records} minimal records to job ${id}, sampling the service's RSS`);
+  await sleep(500);
+  const before = rssBytes(server.pid);
+  let peak = before;
+  const sampler = setInterval(() => { try { peak = Math.max(peak, rssBytes(server.pid)); } catch { /* exited */ } }, 25);
+  const progress = setInterval(() => log(`${ctx.store}: upload: RSS ${(rssBytes(server.pid) / MB).toFixed(0)} MB (peak ${(peak / MB).toFixed(0)} MB)`), 15_000);
+  const cpu = cpuSeconds(server.pid);
+  let sent;
+  try {
+    sent = await upload(ctx, id, records, (n) => minimalRecordLine(ctx.tenant.supplier, 'U', n));
+  } finally {
+    clearInterval(sampler);
+    clearInterval(progress);
+  }
+  const cpuMs = (cpuSeconds(server.pid) - cpu) * 1000;
+  const reply = sent.status === 200 ? JSON.parse(sent.body) as { received: number } : undefined;
+  let received = reply?.received ?? 0;
+  let committed = '';
+  if (!reply) {
+    // A cut or refused upload keeps its complete lines (D11): the job says how many.
+    const total = (await api<JobView>(ctx, 'GET', `${JOBS}${id}/`)).json.counts?.total ?? 0;
+    received = total;
+    committed = `; ${total.toLocaleString('en-GB')} records kept by the job`;
+  }
+  const growth = (peak - before) / MB;
+  const complete = sent.status === 200 && received === records;
+  const row: Row = {
+    store: ctx.store, what, connections: 1,
+    service: { rps: received / sent.seconds, cpuMsPerRequest: cpuMs / Math.max(1, received), non2xx: complete ? 0 : 1, codes: { [sent.status]: 1 } },
+    target, pass: complete && growth < 100,
+    note: `${(sent.bytes / MB).toFixed(0)} MB in ${sent.seconds.toFixed(1)} s; RSS ${(before / MB).toFixed(0)} → ${(peak / MB).toFixed(0)} MB (+${growth.toFixed(0)} MB); `
+      + `req/s column = records/s, CPU ms/req = per record${complete ? '' : `; answered ${sent.status}${committed}: ${sent.body.slice(0, 160)}`}`,
+  };
+  log(`${ctx.store}: upload ${sent.status}, ${received} records in ${sent.seconds.toFixed(1)} s, RSS +${growth.toFixed(0)} MB`);
+  ctx.rows.push(row);
+}

@@ -1,0 +1,162 @@
+import createClient, { type Client } from 'openapi-fetch';
+import type { paths } from '../../client/api-types.ts';
+
+// The HTTP side of import-migrate: one typed client (openapi-fetch over the generated types) whose
+// fetch adds the token, refreshes it, and retries what is worth retrying. The client never imports
+// the service's code: the generated types are the whole contract.
+// Named from the operations, not from components: the document's component names are generated
+// (def-0, …) and would change with the order routes are registered in.
+type JobPath = paths['/v1/data-import/migration-jobs/{job_id}/'];
+type RecordsPath = paths['/v1/data-import/migration-jobs/{job_id}/records/'];
+export type Job = JobPath['get']['responses'][200]['content']['application/json'];
+export type RecordResult = RecordsPath['get']['responses'][200]['content']['application/x-ndjson'];
+export type ApiClient = Client<paths>;
+
+/** The service answered with a refusal (4xx, or a 5xx after the retries): exit status 1. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(readonly status: number, readonly code: string, detail: string) {
+    super(`${detail} (${code}, HTTP ${status})`);
+  }
+}
+
+/** The service could not be reached at all, even after the retries: exit status 2. */
+export class UnreachableError extends Error {
+  override name = 'UnreachableError';
+}
+
+export interface RetryPolicy { attempts: number; baseDelayMs: number }
+
+interface TokenPair { token: string; expiresIn: number; refreshToken: string; refreshExpiresIn: number }
+
+// Busy or restarting, not refusing: 429 and 503 by the spec; 408 when a starved server timed the
+// request out, 502/504 from a proxy in front of it.
+const RETRIED_STATUSES = new Set([408, 429, 502, 503, 504]);
+const TOKEN_FIELDS = 'token expiresIn refreshToken refreshExpiresIn';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class ApiSession {
+  readonly client: ApiClient;
+  private pair: TokenPair | null = null;
+  private tokenExpiresAt = 0;
+  private refreshExpiresAt = 0;
+
+  constructor(readonly baseUrl: string, private readonly apiKey: string, readonly retry: RetryPolicy) {
+    this.client = createClient<paths>({ baseUrl, fetch: (request) => this.send(request, true) });
+  }
+
+  /** The fetch of requests whose body cannot be sent twice (the streamed upload): no retry here. */
+  readonly sendOnce = (request: Request): Promise<Response> => this.send(request, false);
+
+  private renewing: Promise<string> | null = null;
+
+  /**
+   * A valid token, obtained or refreshed a minute (or a fifth of its life) before it expires. One
+   * renewal at a time, shared by every caller: refresh tokens rotate on use, and the service revokes
+   * the whole family when one is presented twice.
+   */
+  token(): Promise<string> {
+    if (this.pair && Date.now() < this.tokenExpiresAt) return Promise.resolve(this.pair.token);
+    this.renewing ??= this.renew().finally(() => { this.renewing = null; });
+    return this.renewing;
+  }
+
+  private async renew(): Promise<string> {
+    const now = Date.now();
+    const useRefresh = this.pair !== null && now < this.refreshExpiresAt;
+    const pair = await this.obtain(useRefresh ? { refreshToken: this.pair!.refreshToken } : { APIKey: this.apiKey })
+      .catch((error: unknown) => {
+        // A refresh token can be refused (revoked key, restarted signing key): the API key decides.
+        if (useRefresh && error instanceof ApiError) return this.obtain({ APIKey: this.apiKey });
+        throw error;
+      });
+    const margin = (seconds: number) => Math.min(60, seconds / 5) * 1000;
+    this.pair = pair;
+    this.tokenExpiresAt = Date.now() + pair.expiresIn * 1000 - margin(pair.expiresIn);
+    this.refreshExpiresAt = Date.now() + pair.refreshExpiresIn * 1000 - margin(pair.refreshExpiresIn);
+    return pair.token;
+  }
+
+  /** Forget the token (the service said it expired): the next request obtains a fresh one. */
+  expireToken(): void {
+    this.tokenExpiresAt = 0;
+  }
+
+  private async obtain(input: { APIKey: string } | { refreshToken: string }): Promise<TokenPair> {
+    const [key, value] = Object.entries(input)[0]!;
+    const query = `mutation ObtainToken($value: String!) { obtainToken(input: {${key}: $value}) { ${TOKEN_FIELDS} } }`;
+    const request = new Request(new URL('/graphql', this.baseUrl), {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables: { value } }),
+    });
+    const response = await this.withRetries(request, true, false);
+    const body = await response.json().catch(() => null) as
+      { data?: { obtainToken?: TokenPair | null }; errors?: Array<{ message: string; extensions?: { code?: string } }> } | null;
+    const pair = body?.data?.obtainToken;
+    if (pair) return pair;
+    const first = body?.errors?.[0];
+    throw new ApiError(response.status, first?.extensions?.code ?? 'authentication_failed',
+      `cannot obtain a token: ${first?.message ?? `HTTP ${response.status}`}`);
+  }
+
+  private send(request: Request, replayable: boolean): Promise<Response> {
+    return this.withRetries(request, replayable, true);
+  }
+
+  /**
+   * Retries network errors and RETRIED_STATUSES with exponential backoff (honouring Retry-After), and a 401
+   * token_expired once with a fresh token. A body that cannot be replayed is sent exactly once.
+   */
+  private async withRetries(request: Request, replayable: boolean, authorise: boolean): Promise<Response> {
+    let refreshed = false;
+    for (let attempt = 1; ; attempt++) {
+      const attemptRequest = replayable ? request.clone() : request;
+      if (authorise) attemptRequest.headers.set('authorization', `Token ${await this.token()}`);
+      const last = !replayable || attempt >= this.retry.attempts;
+      let response: Response;
+      try {
+        response = await fetch(attemptRequest);
+      } catch (error) {
+        if (request.signal.aborted) throw error;
+        if (last) throw new UnreachableError(`cannot reach the service at ${this.baseUrl}: ${causeOf(error)}`);
+        await sleep(this.delay(attempt));
+        continue;
+      }
+      if (authorise && response.status === 401 && replayable && !refreshed && await codeOf(response.clone()) === 'token_expired') {
+        refreshed = true;
+        this.expireToken();
+        continue;
+      }
+      if (RETRIED_STATUSES.has(response.status) && !last) {
+        await response.body?.cancel();
+        await sleep(this.delay(attempt, response.headers.get('retry-after')));
+        continue;
+      }
+      return response;
+    }
+  }
+
+  private delay(attempt: number, retryAfter?: string | null): number {
+    const seconds = Number(retryAfter);
+    if (retryAfter && Number.isFinite(seconds)) return Math.min(seconds * 1000, 30_000);
+    return this.retry.baseDelayMs * 2 ** (attempt - 1) * (0.75 + Math.random() / 2);
+  }
+}
+
+async function codeOf(response: Response): Promise<string | undefined> {
+  const body = await response.json().catch(() => null) as { code?: string } | null;
+  return body?.code;
+}
+
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error as Error).message;
+}
+
+/** The answer's data, or an ApiError with the service's own reason (D4 error body). */
+export function dataOf<T>(result: { data?: T; error?: unknown; response: Response }): T {
+  if (result.error === undefined && result.response.ok) return result.data as T;
+  const body = (result.error ?? {}) as { code?: string; detail?: string; errors?: Array<{ attr?: string; detail?: string }> };
+  const first = body.errors?.[0];
+  const where = first?.attr && first.attr !== 'non_field_errors' && first.detail !== body.detail ? `: ${first.attr}: ${first.detail}` : '';
+  throw new ApiError(result.response.status, body.code ?? 'error', `${body.detail ?? result.response.statusText}${where}`);
+}

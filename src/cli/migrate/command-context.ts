@@ -1,0 +1,28 @@
+import type { ApiSession } from './api-session.ts';
+import type { Progress } from './progress.ts';
+
+// What every import-migrate command gets, and what it gives back: the exit status, the one object
+// --json prints, and the text printed otherwise.
+export type Flags = Record<string, string | boolean | undefined>;
+
+export interface CommandResult {
+  exit: number;
+  json: object;
+  text: string;
+  /** Set when the command was refused: the reason is printed as the one stderr line. */
+  refused?: string;
+}
+
+export interface CommandContext {
+  session: ApiSession;
+  flags: Flags;
+  pollMs: number;
+  /** The progress display for this run: bars on a terminal, plain lines elsewhere (on stderr). */
+  progress(): Progress;
+  /** A line for the person watching (stderr), never part of the result. */
+  note(text: string): void;
+  /** The service or the state of the job refuses what was asked: exit status 1, with the reason. */
+  refuse(reason: string): CommandResult;
+  /** Where `results` streams to (stdout). */
+  stdout: NodeJS.WritableStream;
+}

@@ -1,0 +1,160 @@
+import { access } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { ApiError, ApiSession, UnreachableError } from './api-session.ts';
+import type { CommandContext, CommandResult, Flags } from './command-context.ts';
+import { cancelCommand, jobsCommand, resultsCommand, retryCommand, statusCommand } from './job-commands.ts';
+import { plainProgress, terminalProgress } from './progress.ts';
+import { runFile, watchCommand } from './run-command.ts';
+
+// import-migrate (D12): the supplier's migration client. It talks to the service over HTTP only.
+// Exit status: 0 every record succeeded or was skipped (or the command did what it said); 1 a record
+// failed or the service refused; 2 the command line is wrong or the service cannot be reached;
+// 130 Ctrl-C (the job goes on). Reasons go to stderr as one line; stdout has the result only.
+export interface MigrateIo {
+  env: Record<string, string | undefined>;
+  out(text: string): void;
+  err(text: string): void;
+  /** stderr when it is a terminal (progress bars), otherwise null (plain progress lines). */
+  tty: NodeJS.WriteStream | null;
+  stdout: NodeJS.WritableStream;
+}
+
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+interface CommandSpec { args: string[]; options: string[]; synopsis: string; run(ctx: CommandContext, args: string[]): Promise<CommandResult> }
+
+const COMMANDS: Record<string, CommandSpec> = {
+  run: {
+    args: ['FILE'], options: ['supplier', 'team', 'dry-run', 'not-before', 'not-after', 'resume'],
+    synopsis: 'run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T]\n  import-migrate run FILE --resume JOB',
+    run: (ctx, [file]) => runFile(ctx, file!),
+  },
+  watch: { args: ['JOB'], options: [], synopsis: 'watch JOB', run: (ctx, [job]) => watchCommand(ctx, job!) },
+  status: { args: ['JOB'], options: [], synopsis: 'status JOB', run: (ctx, [job]) => statusCommand(ctx, job!) },
+  results: { args: ['JOB'], options: ['outcome', 'csv'], synopsis: 'results JOB [--outcome O] [--csv]', run: (ctx, [job]) => resultsCommand(ctx, job!) },
+  cancel: { args: ['JOB'], options: [], synopsis: 'cancel JOB', run: (ctx, [job]) => cancelCommand(ctx, job!) },
+  retry: { args: ['JOB'], options: [], synopsis: 'retry JOB', run: (ctx, [job]) => retryCommand(ctx, job!) },
+  jobs: { args: [], options: ['supplier'], synopsis: 'jobs --supplier CODE', run: (ctx) => jobsCommand(ctx) },
+};
+
+const OPTIONS = {
+  url: { type: 'string' }, 'api-key': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+  supplier: { type: 'string' }, team: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'not-before': { type: 'string' },
+  'not-after': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
+} as const;
+const GLOBAL_OPTIONS = new Set(['url', 'api-key', 'json', 'help']);
+const OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'];
+const UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+
+const UNAVAILABLE = new Set([408, 429, 502, 503, 504]);
+
+class UsageError extends Error {}
+
+export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<number> {
+  const fail = (status: number, reason: string): number => {
+    io.err(`import-migrate: ${reason.replace(/\s*\n\s*/g, '; ')}\n`);
+    return status;
+  };
+  let parsed: { values: Flags; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }) as typeof parsed;
+  } catch (error) {
+    return fail(EXIT_USAGE, `${(error as Error).message.split('. ')[0]!.replace(/\.$/, '')}; run import-migrate --help`);
+  }
+  const { values: flags, positionals } = parsed;
+  if (flags.help || positionals[0] === 'help') {
+    io.out(usage());
+    return EXIT_OK;
+  }
+  const name = positionals[0];
+  const command = name ? COMMANDS[name] : undefined;
+  if (!command) return fail(EXIT_USAGE, name ? `unknown command "${name}"; run import-migrate --help` : 'no command given; run import-migrate --help');
+
+  const apiKey = (flags['api-key'] as string | undefined) ?? io.env.IMPORT_API_KEY;
+  const baseUrl = (flags.url as string | undefined) ?? 'http://127.0.0.1:8000';
+  try {
+    checkCommandLine(name!, command, positionals.slice(1), flags);
+    if (!apiKey) throw new UsageError('give --api-key KEY or set IMPORT_API_KEY');
+    if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new UsageError(`--url must be an http(s) URL, got "${baseUrl}"`);
+    if (name === 'run') await access(positionals[1]!).catch(() => { throw new UsageError(`cannot read ${positionals[1]}`); });
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    return fail(EXIT_USAGE, `${error.message}; usage: import-migrate ${command.synopsis}`);
+  }
+
+  const session = new ApiSession(baseUrl.replace(/\/+$/, ''), apiKey, {
+    attempts: 5, baseDelayMs: positiveInt(io.env.IMPORT_MIGRATE_RETRY_DELAY_MS, 500),
+  });
+  const ctx: CommandContext = {
+    session, flags, stdout: io.stdout,
+    pollMs: positiveInt(io.env.IMPORT_MIGRATE_POLL_MS, 1500),
+    progress: () => (io.tty ? terminalProgress(io.tty) : plainProgress(io.err, positiveInt(io.env.IMPORT_MIGRATE_PROGRESS_MS, 5000))),
+    note: (text) => io.err(text),
+    refuse: (reason) => ({ exit: EXIT_FAILED, json: {}, text: '', refused: reason }),
+  };
+  try {
+    const result = await command.run(ctx, positionals.slice(1));
+    if (result.refused) return fail(EXIT_FAILED, result.refused);
+    if (flags.json) io.out(`${JSON.stringify(result.json)}\n`);
+    else if (result.text) io.out(result.text);
+    return result.exit;
+  } catch (error) {
+    // Still busy or unavailable after the retries is as good as unreachable for the caller.
+    if (error instanceof UnreachableError || (error instanceof ApiError && UNAVAILABLE.has(error.status))) return fail(EXIT_USAGE, error.message);
+    if (error instanceof ApiError) return fail(EXIT_FAILED, error.message);
+    return fail(EXIT_FAILED, `unexpected failure: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function checkCommandLine(name: string, command: CommandSpec, args: string[], flags: Flags): void {
+  if (args.length !== command.args.length) {
+    throw new UsageError(args.length < command.args.length ? `missing ${command.args.slice(args.length).join(' ')}` : `unexpected argument "${args[command.args.length]}"`);
+  }
+  for (const option of Object.keys(flags)) {
+    if (!GLOBAL_OPTIONS.has(option) && !command.options.includes(option)) throw new UsageError(`--${option} does not apply to ${name}`);
+  }
+  if (name === 'run') {
+    const creating = ['supplier', 'team', 'dry-run', 'not-before', 'not-after'].filter((o) => flags[o] !== undefined);
+    if (flags.resume !== undefined && creating.length > 0) throw new UsageError(`--resume takes no --${creating[0]}: the job has them`);
+    if (flags.resume === undefined && (!flags.supplier || !flags.team)) throw new UsageError('give --supplier and --team, or --resume JOB');
+    for (const option of ['not-before', 'not-after']) {
+      if (flags[option] !== undefined && !UTC.test(flags[option] as string)) throw new UsageError(`--${option} must be a UTC time like 2026-01-31T22:00:00Z`);
+    }
+  }
+  if (name === 'jobs' && !flags.supplier) throw new UsageError('--supplier is required');
+  if (flags.outcome !== undefined && !OUTCOMES.includes(flags.outcome as string)) throw new UsageError(`--outcome must be one of ${OUTCOMES.join(', ')}`);
+  if (flags.csv && flags.json) throw new UsageError('give --csv or --json, not both');
+}
+
+function positiveInt(raw: string | undefined, fallback: number): number {
+  const value = Number(raw);
+  return raw && Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+export function usage(): string {
+  return [
+    'import-migrate: run a migration from an NDJSON file against the import service (D12).',
+    '',
+    'Usage:',
+    ...Object.values(COMMANDS).map((c) => `  import-migrate ${c.synopsis}`),
+    '',
+    'Options for every command:',
+    '  --url URL        the service (default http://127.0.0.1:8000)',
+    '  --api-key KEY    the organisation API key (default: $IMPORT_API_KEY)',
+    '  --json           print one JSON object at the end instead of text',
+    '',
+    'run creates a job, uploads FILE (.ndjson or .ndjson.gz) streaming, starts the job and watches it;',
+    'failed records go to FILE.<job id>.failed.ndjson. --resume JOB uploads the lines after the job\'s',
+    'counts.total, then goes on the same way. Ctrl-C while watching leaves the job running.',
+    '',
+    'Tuning (environment): IMPORT_MIGRATE_POLL_MS (job polling, default 1500), IMPORT_MIGRATE_PROGRESS_MS',
+    '(plain progress lines, default 5000), IMPORT_MIGRATE_RETRY_DELAY_MS (first retry delay, default 500;',
+    'network errors, 429 and 503 are retried 4 times with doubling delays).',
+    '',
+    'Exit status: 0 every record succeeded or was skipped; 1 a record failed or the service refused;',
+    '2 the command line is wrong or the service cannot be reached; 130 interrupted (the job goes on).',
+    '',
+  ].join('\n');
+}

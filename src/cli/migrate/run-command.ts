@@ -1,0 +1,97 @@
+import { stat } from 'node:fs/promises';
+import { dataOf, type Job } from './api-session.ts';
+import type { CommandContext, CommandResult } from './command-context.ts';
+import { summary } from './format.ts';
+import { countLines, uploadRemaining, type UploadOutcome } from './upload.ts';
+import { getJob, interruptOnCtrlC, watchJob, writeFailures } from './watch.ts';
+
+// `run FILE (--supplier CODE --team NAME | --resume JOB)`: create (or reuse) a job, upload what it
+// lacks, start it, watch it to the end, write the failures file and print the summary (D12).
+export const EXIT_INTERRUPTED = 130;
+
+export async function runFile(ctx: CommandContext, file: string): Promise<CommandResult> {
+  const { session, flags } = ctx;
+  const fileSize = (await stat(file)).size;
+  let job: Job;
+  if (flags.resume) {
+    job = await getJob(session, flags.resume as string);
+  } else {
+    job = dataOf(await session.client.POST('/v1/data-import/migration-jobs/', {
+      body: {
+        import_supplier: flags.supplier as string, operations_team_name: flags.team as string,
+        ...(flags['dry-run'] ? { dry_run: true } : {}),
+        ...(flags['not-before'] ? { not_before: flags['not-before'] as string } : {}),
+        ...(flags['not-after'] ? { not_after: flags['not-after'] as string } : {}),
+      },
+    }));
+    ctx.note(`created job ${job.id} for supplier ${job.import_supplier}\n`);
+  }
+
+  const progress = ctx.progress();
+  const interrupt = interruptOnCtrlC();
+  try {
+    let upload: UploadOutcome | null = null;
+    if (job.state === 'open') {
+      try {
+        upload = await uploadRemaining(session, job.id, file, (p) => progress.upload(p), interrupt.signal);
+      } catch (error) {
+        if (!interrupt.signal.aborted) throw error;
+        progress.stop();
+        const kept = (await getJob(session, job.id)).counts.total;
+        ctx.note(`\nUpload interrupted: job ${job.id} keeps the ${kept} records received and stays open.\n`
+          + `Resume with: import-migrate run ${file} --resume ${job.id}\n`);
+        return { exit: EXIT_INTERRUPTED, json: { job: await getJob(session, job.id), interrupted: true }, text: '' };
+      }
+      progress.uploaded(upload.received, fileSize);
+      job = dataOf(await session.client.POST('/v1/data-import/migration-jobs/{job_id}/start/', { params: { path: { job_id: job.id } } }));
+    } else {
+      // A started job takes no more records: resuming it only makes sense if it has the whole file.
+      const lines = await countLines(file);
+      if (lines > job.counts.total) {
+        progress.stop();
+        return ctx.refuse(`job ${job.id} is ${job.state} with ${job.counts.total} of the ${lines} records of ${file}; `
+          + 'it takes no more records: upload the rest in a new job');
+      }
+    }
+
+    const end = await watchJob(session, job.id, progress, ctx.pollMs, interrupt.signal);
+    progress.stop();
+    if (end.interrupted) return detached(ctx, end.job);
+    return finish(ctx, end.job, file, upload);
+  } finally {
+    interrupt.release();
+  }
+}
+
+/** `watch JOB`: re-attach to a job's progress until it ends. */
+export async function watchCommand(ctx: CommandContext, jobId: string): Promise<CommandResult> {
+  const progress = ctx.progress();
+  const interrupt = interruptOnCtrlC();
+  try {
+    const end = await watchJob(ctx.session, jobId, progress, ctx.pollMs, interrupt.signal);
+    progress.stop();
+    return end.interrupted ? detached(ctx, end.job) : finish(ctx, end.job, null, null);
+  } finally {
+    interrupt.release();
+  }
+}
+
+function detached(ctx: CommandContext, job: Job): CommandResult {
+  ctx.note(`\nStopped watching. Job ${job.id} goes on running on the service.\nRe-attach with: import-migrate watch ${job.id}\n`);
+  return { exit: EXIT_INTERRUPTED, json: { job, interrupted: true }, text: '' };
+}
+
+async function finish(ctx: CommandContext, job: Job, file: string | null, upload: UploadOutcome | null): Promise<CommandResult> {
+  if (job.state === 'open') {
+    return ctx.refuse(`job ${job.id} is open: it was never started; upload its records and start it with `
+      + `import-migrate run FILE --resume ${job.id}`);
+  }
+  const failuresFile = file && job.counts.failed > 0 ? await writeFailures(ctx.session, job.id, file) : null;
+  const allGood = job.counts.succeeded + job.counts.skipped === job.counts.total;
+  const hint = !file && job.counts.failed > 0 ? `Failed records: import-migrate results ${job.id} --outcome failed\n` : '';
+  return {
+    exit: allGood ? 0 : 1,
+    json: { job, ...(upload ? { upload } : {}), failures_file: failuresFile },
+    text: summary(job, failuresFile) + hint,
+  };
+}

@@ -1,0 +1,112 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { createGunzip, createGzip } from 'node:zlib';
+import { ApiError, dataOf, UnreachableError, type ApiSession } from './api-session.ts';
+
+// Uploading a file to a job, streamed: the file is never held in memory. The job's counts.total
+// says how many records the service already has (D11: a cut upload keeps every complete line), so
+// an upload always sends the non-blank lines after that many: a first upload, `--resume`, and an
+// automatic retry after a dropped connection are the same code and never send a line twice.
+export interface UploadProgress { bytesRead: number; bytesTotal: number }
+export interface UploadOutcome { received: number; total_records: number; skipped: number }
+
+const NEWLINE = 0x0a;
+
+export const isGzip = (file: string): boolean => file.endsWith('.gz');
+
+/** The bytes of FILE after its first `skip` non-blank lines (blank: only spaces, tabs and CRs, as the service counts). */
+export async function* linesAfter(source: AsyncIterable<Buffer>, skip: number): AsyncGenerator<Buffer> {
+  let seen = 0;
+  let content = false;
+  for await (const chunk of source) {
+    if (seen >= skip) { yield chunk; continue; }
+    let at = 0;
+    for (; at < chunk.length && seen < skip; at++) {
+      const byte = chunk[at]!;
+      if (byte === NEWLINE) {
+        if (content) seen++;
+        content = false;
+      } else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) {
+        content = true;
+      }
+    }
+    if (seen >= skip && at < chunk.length) yield chunk.subarray(at);
+  }
+}
+
+/** Counts the non-blank lines of FILE (used to tell whether a started job lacks some of them). */
+export async function countLines(file: string): Promise<number> {
+  let count = 0;
+  let content = false;
+  for await (const chunk of fileBytes(file, () => {})) {
+    for (const byte of chunk as Buffer) {
+      if (byte === NEWLINE) { if (content) count++; content = false; }
+      else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) content = true;
+    }
+  }
+  return content ? count + 1 : count;
+}
+
+function fileBytes(file: string, onRead: (bytes: number) => void): Readable {
+  const raw = createReadStream(file);
+  raw.on('data', (chunk) => onRead(chunk.length));
+  return isGzip(file) ? raw.pipe(createGunzip()) : raw;
+}
+
+async function uploadOnce(session: ApiSession, jobId: string, file: string, skip: number, onProgress: (p: UploadProgress) => void, signal: AbortSignal) {
+  const bytesTotal = (await stat(file)).size;
+  let bytesRead = 0;
+  const report = (bytes: number) => { bytesRead += bytes; onProgress({ bytesRead, bytesTotal }); };
+  // With nothing to skip the file goes as it is, gzip included; otherwise the lines after the skip,
+  // gzipped again when the file was, to keep the transfer small.
+  let body: Readable;
+  if (skip === 0) {
+    body = createReadStream(file);
+    body.on('data', (chunk) => report(chunk.length));
+  } else {
+    const rest = Readable.from(linesAfter(fileBytes(file, report), skip));
+    body = isGzip(file) ? rest.pipe(createGzip()) : rest;
+  }
+  const result = await session.client.POST('/v1/data-import/migration-jobs/{job_id}/records/', {
+    params: { path: { job_id: jobId } },
+    body: Readable.toWeb(body) as unknown as string,
+    bodySerializer: (value: unknown) => value,
+    headers: { 'content-type': 'application/x-ndjson', ...(isGzip(file) ? { 'content-encoding': 'gzip' } : {}) },
+    fetch: session.sendOnce,
+    signal,
+    duplex: 'half',
+  } as never);
+  body.destroy();
+  return dataOf(result as { data?: { received: number; total_records: number }; error?: unknown; response: Response });
+}
+
+/**
+ * Uploads the lines of FILE the job does not have yet. A dropped connection or a busy service is
+ * retried from the job's new counts.total; a refusal (not open, too large) is final.
+ */
+export async function uploadRemaining(
+  session: ApiSession, jobId: string, file: string, onProgress: (p: UploadProgress) => void, signal: AbortSignal,
+): Promise<UploadOutcome> {
+  let received = 0;
+  let firstSkip: number | null = null;
+  for (let attempt = 1; ; attempt++) {
+    const job = dataOf(await session.client.GET('/v1/data-import/migration-jobs/{job_id}/', { params: { path: { job_id: jobId } } }));
+    firstSkip ??= job.counts.total;
+    received = job.counts.total - firstSkip;
+    try {
+      const reply = await uploadOnce(session, jobId, file, job.counts.total, onProgress, signal);
+      return { received: received + reply.received, total_records: reply.total_records, skipped: firstSkip };
+    } catch (error) {
+      if (signal.aborted) throw error;
+      const transient = error instanceof UnreachableError
+        || (error instanceof ApiError && [401, 408, 429, 502, 503, 504].includes(error.status))
+        || (error instanceof TypeError);
+      if (!transient || attempt >= session.retry.attempts) {
+        throw error instanceof TypeError ? new UnreachableError(`the upload failed: ${error.message}`) : error;
+      }
+      if (error instanceof ApiError && error.status === 401) session.expireToken();
+      await new Promise((resolve) => setTimeout(resolve, session.retry.baseDelayMs * 2 ** (attempt - 1)));
+    }
+  }
+}

@@ -1,0 +1,9 @@
+/**
+ * Codes that appear in URL paths (external account numbers, supplier codes, D5): not empty, no
+ * surrounding white space, no `/`, not `.` or `..` (an HTTP client resolves them as path segments, so
+ * the account's URLs would name another path), no control characters (Unicode Cc) and no format
+ * characters (Cf: zero-width space, RTL override, BOM…, invisible or reordering what is shown).
+ * Empty is `blank`, not also `invalid`. Ajv compiles patterns with the `u` flag.
+ */
+export const PATH_SAFE_PATTERN =
+  '^(?!\\.{1,2}$)(?:[^\\s/\\p{Cc}\\p{Cf}](?:[^/\\p{Cc}\\p{Cf}]*[^\\s/\\p{Cc}\\p{Cf}])?)?$';

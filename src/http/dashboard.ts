@@ -1,0 +1,54 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+
+// GET /dashboard/ (D14): a static page and its scripts, outside the /v1 token guard (the page signs
+// in itself, at /graphql, and calls the documented JSON endpoints with the token in a header).
+// Only the files listed here are served, read once at start: no path from the URL ever reaches
+// the file system. The libraries come from node_modules (the machines have no internet, no CDN).
+
+const require = createRequire(import.meta.url);
+const PAGE_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));
+const packageDir = (name: string) => dirname(require.resolve(`${name}/package.json`));
+
+const FILES: Record<string, { path: string; type: string }> = {
+  '': { path: join(PAGE_DIR, 'index.html'), type: 'text/html; charset=utf-8' },
+  'app.js': { path: join(PAGE_DIR, 'app.js'), type: 'text/javascript; charset=utf-8' },
+  'api.js': { path: join(PAGE_DIR, 'api.js'), type: 'text/javascript; charset=utf-8' },
+  'dashboard.css': { path: join(PAGE_DIR, 'dashboard.css'), type: 'text/css; charset=utf-8' },
+  'vendor/preact.js': { path: join(packageDir('preact'), 'dist/preact.module.js'), type: 'text/javascript; charset=utf-8' },
+  'vendor/htm.js': { path: join(dirname(require.resolve('htm')), 'htm.module.js'), type: 'text/javascript; charset=utf-8' },
+  'vendor/uplot.js': { path: require.resolve('uplot/dist/uPlot.esm.js'), type: 'text/javascript; charset=utf-8' },
+  'vendor/uplot.css': { path: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
+};
+
+/**
+ * Same origin only; no inline script or style, no framing, nothing sent elsewhere. Styles set from
+ * script (uPlot, Preact's style props) go through the CSSOM, which style-src does not restrict.
+ */
+export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+  + "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export function registerDashboard(app: FastifyInstance): void {
+  const files = new Map(Object.entries(FILES).map(([name, file]) => [name, { body: readFileSync(file.path), type: file.type }]));
+  const send = (name: string, reply: FastifyReply) => {
+    const file = files.get(name);
+    if (!file) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+    return reply
+      .type(file.type)
+      .header('content-security-policy', DASHBOARD_CSP)
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'no-referrer')
+      // The page holds nothing secret, but the answers of the API it calls do: never cache those (they
+      // carry no-store of their own); the page itself is revalidated so a deploy shows at once.
+      .header('cache-control', 'no-cache')
+      .send(file.body);
+  };
+  // The router ignores trailing slashes, so /dashboard/ (and /dashboard) needs a route of its own.
+  // Without the slash the page's relative links would point above it: redirect to it.
+  app.get('/dashboard/', { schema: { hide: true } }, async (request, reply) =>
+    (request.url.split('?')[0]!.endsWith('/') ? send('', reply) : reply.redirect('/dashboard/', 301)));
+  app.get('/dashboard/*', { schema: { hide: true } }, async (request, reply) => send((request.params as { '*': string })['*'], reply));
+}

@@ -1,0 +1,219 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type { JobCounts, RecordError, RecordOutcome, RecordStep, StoredJobState } from './migration-jobs.schemas.ts';
+
+// Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
+// uploaded line; counts are answered from the (job_id, outcome) index.
+type Db = Kysely<Database> | Transaction<Database>;
+
+export interface JobRow {
+  id: string;
+  supplier_id: number;
+  supplier_code: string;
+  supplier_status: string;
+  organisation_id: number;
+  operations_team_id: number;
+  operations_team_name: string;
+  dry_run: boolean;
+  state: StoredJobState;
+  cancel_requested: boolean;
+  not_before: Date | null;
+  not_after: Date | null;
+  total_lines: number;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+const JOB_COLUMNS = sql`j.id::text AS id, j.supplier_id, s.code AS supplier_code, s.status AS supplier_status,
+  s.organisation_id, j.operations_team_id, t.name AS operations_team_name, j.dry_run, j.state, j.cancel_requested,
+  j.not_before, j.not_after, j.total_lines, j.created_at, j.started_at, j.finished_at`;
+const JOB_FROM = sql`migration_jobs j JOIN import_suppliers s ON s.id = j.supplier_id JOIN operations_teams t ON t.id = j.operations_team_id`;
+
+export async function insertJob(db: Db, job: {
+  id: string; supplierId: number; teamId: number; dryRun: boolean; notBefore: string | null; notAfter: string | null;
+}): Promise<void> {
+  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, not_before, not_after)
+    VALUES (${job.id}::uuid, ${job.supplierId}, ${job.teamId}, ${job.dryRun}, ${job.notBefore}::timestamptz, ${job.notAfter}::timestamptz)`.execute(db);
+}
+
+/** The job if it belongs to the organisation (another organisation's job is an unknown one). */
+export async function findJob(db: Db, id: string, organisationId?: number): Promise<JobRow | undefined> {
+  const { rows } = await sql<JobRow>`SELECT ${JOB_COLUMNS} FROM ${JOB_FROM}
+    WHERE j.id = ${id}::uuid ${organisationId === undefined ? sql`` : sql`AND s.organisation_id = ${organisationId}`}`.execute(db);
+  return rows[0];
+}
+
+/** Takes the job row's lock for the rest of the transaction. */
+export async function lockJob(trx: Transaction<Database>, id: string): Promise<JobRow | undefined> {
+  const { rows } = await sql<JobRow>`SELECT ${JOB_COLUMNS} FROM ${JOB_FROM} WHERE j.id = ${id}::uuid FOR UPDATE OF j`.execute(trx);
+  return rows[0];
+}
+
+export async function listJobs(db: Db, supplierId: number, limit: number, after?: { createdAt: string; id: string }): Promise<JobRow[]> {
+  const { rows } = await sql<JobRow>`SELECT ${JOB_COLUMNS} FROM ${JOB_FROM}
+    WHERE j.supplier_id = ${supplierId}
+    ${after ? sql`AND (j.created_at, j.id) < (${after.createdAt}::timestamptz, ${after.id}::uuid)` : sql``}
+    ORDER BY j.created_at DESC, j.id DESC LIMIT ${limit}`.execute(db);
+  return rows;
+}
+
+export async function updateJob(db: Db, id: string, changes: {
+  state?: StoredJobState; cancelRequested?: boolean; startedNow?: boolean; finishedNow?: boolean; clearFinished?: boolean;
+}): Promise<void> {
+  await sql`UPDATE migration_jobs SET
+      state = COALESCE(${changes.state ?? null}::text, state),
+      cancel_requested = COALESCE(${changes.cancelRequested ?? null}::boolean, cancel_requested),
+      started_at = CASE WHEN ${changes.startedNow === true} THEN COALESCE(started_at, now()) ELSE started_at END,
+      finished_at = CASE WHEN ${changes.finishedNow === true} THEN now() WHEN ${changes.clearFinished === true} THEN NULL ELSE finished_at END
+    WHERE id = ${id}::uuid`.execute(db);
+}
+
+/** The first record a worker claims moves a queued or scheduled job to running. */
+export async function markRunning(db: Db, id: string): Promise<void> {
+  await sql`UPDATE migration_jobs SET state = 'running' WHERE id = ${id}::uuid AND state IN ('queued', 'scheduled')`.execute(db);
+}
+
+export async function countsOf(db: Db, jobId: string): Promise<JobCounts> {
+  const { rows } = await sql<{ outcome: RecordOutcome; n: number }>`
+    SELECT outcome, count(*)::int AS n FROM migration_job_records WHERE job_id = ${jobId}::uuid GROUP BY outcome`.execute(db);
+  const counts: JobCounts = { total: 0, pending: 0, running: 0, succeeded: 0, skipped: 0, failed: 0, cancelled: 0 };
+  for (const row of rows) {
+    counts[row.outcome] = row.n;
+    counts.total += row.n;
+  }
+  return counts;
+}
+
+export async function errorsByCode(db: Db, jobId: string): Promise<Array<{ code: string; count: number }>> {
+  const { rows } = await sql<{ code: string; count: number }>`
+    SELECT errors->0->>'code' AS code, count(*)::int AS count FROM migration_job_records
+    WHERE job_id = ${jobId}::uuid AND outcome = 'failed' AND jsonb_array_length(errors) > 0
+    GROUP BY 1 ORDER BY 2 DESC, 1`.execute(db);
+  return rows;
+}
+
+/** Records finished in the last `minutes` minutes. */
+export async function finishedSince(db: Db, jobId: string, minutes: number): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM migration_job_records
+    WHERE job_id = ${jobId}::uuid AND finished_at IS NOT NULL AND finished_at > now() - make_interval(mins => ${minutes})
+      AND NOT final_at_upload`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
+export interface NewRecord {
+  line: number;
+  external_account_number: string | null;
+  record: unknown;
+  outcome: 'pending' | 'failed';
+  step: RecordStep | null;
+  errors: RecordError[];
+  final_at_upload: boolean;
+}
+
+/** Of these external account numbers, the ones a record of the job already has. */
+export async function takenAccountNumbers(trx: Transaction<Database>, jobId: string, numbers: string[]): Promise<Set<string>> {
+  if (numbers.length === 0) return new Set();
+  const { rows } = await sql<{ n: string }>`SELECT external_account_number AS n FROM migration_job_records
+    WHERE job_id = ${jobId}::uuid AND NOT final_at_upload AND external_account_number = ANY(${numbers}::text[])`.execute(trx);
+  return new Set(rows.map((r) => r.n));
+}
+
+/** One multi-row insert (the batch travels as one jsonb parameter), and the job's line counter. */
+export async function appendRecords(trx: Transaction<Database>, jobId: string, records: NewRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  await sql`INSERT INTO migration_job_records (job_id, line, external_account_number, record, outcome, step, errors, final_at_upload, finished_at)
+    SELECT ${jobId}::uuid, r.line, r.external_account_number, r.record, r.outcome, r.step, r.errors, r.final_at_upload,
+      CASE WHEN r.outcome = 'failed' THEN now() END
+    FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb)
+      AS r(line int, external_account_number text, record jsonb, outcome text, step text, errors jsonb, final_at_upload boolean)`.execute(trx);
+  await sql`UPDATE migration_jobs SET total_lines = total_lines + ${records.length} WHERE id = ${jobId}::uuid`.execute(trx);
+}
+
+/** The next records to put on the queue, marked as sent in the same transaction. */
+export async function takeUnsent(trx: Transaction<Database>, jobId: string, limit: number): Promise<number[]> {
+  const { rows } = await sql<{ line: number }>`UPDATE migration_job_records SET enqueued = true
+    WHERE job_id = ${jobId}::uuid AND line IN (
+      SELECT line FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' AND NOT enqueued
+      ORDER BY line LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    RETURNING line`.execute(trx);
+  return rows.map((r) => r.line).sort((a, b) => a - b);
+}
+
+export interface RecordRow {
+  job_id: string;
+  line: number;
+  external_account_number: string | null;
+  record: unknown;
+  outcome: RecordOutcome;
+  step: RecordStep | null;
+  created: boolean | null;
+  service_account_number: string | null;
+  errors: RecordError[];
+  attempts: number;
+  finished_at: Date | null;
+}
+
+const RECORD_COLUMNS = sql`job_id::text AS job_id, line, external_account_number, outcome, step, created, service_account_number, errors, attempts, finished_at`;
+
+/**
+ * Claims a record for a worker: pending, or running (its previous worker died and the queue gave
+ * the record's job again). Returns undefined when the record is finished or cancelled.
+ */
+export async function claimRecord(db: Db, jobId: string, line: number): Promise<RecordRow | undefined> {
+  const { rows } = await sql<RecordRow>`UPDATE migration_job_records SET outcome = 'running', attempts = attempts + 1
+    WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome IN ('pending', 'running')
+    RETURNING ${RECORD_COLUMNS}, record`.execute(db);
+  return rows[0];
+}
+
+export async function finishRecord(db: Db, jobId: string, line: number, result: {
+  outcome: 'succeeded' | 'skipped' | 'failed' | 'cancelled'; step: RecordStep | null; created: boolean | null;
+  serviceAccountNumber: string | null; errors: RecordError[];
+}): Promise<void> {
+  await sql`UPDATE migration_job_records SET outcome = ${result.outcome}, step = ${result.step}, created = ${result.created},
+      service_account_number = ${result.serviceAccountNumber}, errors = ${JSON.stringify(result.errors)}::jsonb, finished_at = now()
+    WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'`.execute(db);
+}
+
+/** A record waiting for its retry (a transient failure) is pending again meanwhile. */
+export async function releaseRecord(db: Db, jobId: string, line: number, progress: { created: boolean | null; serviceAccountNumber: string | null }): Promise<void> {
+  await sql`UPDATE migration_job_records SET outcome = 'pending', created = COALESCE(created, ${progress.created}),
+      service_account_number = COALESCE(service_account_number, ${progress.serviceAccountNumber})
+    WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'`.execute(db);
+}
+
+/** Records that have not started: cancelled (by cancel, or with an error when the window closed). */
+export async function cancelPending(db: Db, jobId: string, errors: RecordError[]): Promise<number> {
+  const result = await sql`UPDATE migration_job_records SET outcome = 'cancelled', errors = ${JSON.stringify(errors)}::jsonb, finished_at = now()
+    WHERE job_id = ${jobId}::uuid AND outcome = 'pending'`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+export async function hasUnfinished(db: Db, jobId: string): Promise<{ pending: boolean; running: boolean }> {
+  const { rows } = await sql<{ outcome: string }>`
+    (SELECT 'pending' AS outcome FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' LIMIT 1)
+    UNION ALL
+    (SELECT 'running' FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'running' LIMIT 1)`.execute(db);
+  return { pending: rows.some((r) => r.outcome === 'pending'), running: rows.some((r) => r.outcome === 'running') };
+}
+
+/** retry: failed and cancelled records (not those judged at upload) are pending again. */
+export async function resetForRetry(db: Db, jobId: string): Promise<number> {
+  const result = await sql`UPDATE migration_job_records SET outcome = 'pending', step = NULL, errors = '[]', finished_at = NULL, enqueued = false
+    WHERE job_id = ${jobId}::uuid AND outcome IN ('failed', 'cancelled') AND NOT final_at_upload`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+export async function hasRecords(db: Db, jobId: string): Promise<boolean> {
+  const { rows } = await sql`SELECT 1 FROM migration_job_records WHERE job_id = ${jobId}::uuid LIMIT 1`.execute(db);
+  return rows.length > 0;
+}
+
+/** One keyset page of results in line order. */
+export async function recordsPage(db: Db, jobId: string, afterLine: number, limit: number, outcome?: RecordOutcome): Promise<RecordRow[]> {
+  const { rows } = await sql<RecordRow>`SELECT ${RECORD_COLUMNS} FROM migration_job_records
+    WHERE job_id = ${jobId}::uuid AND line > ${afterLine} ${outcome ? sql`AND outcome = ${outcome}` : sql``}
+    ORDER BY line LIMIT ${limit}`.execute(db);
+  return rows;
+}

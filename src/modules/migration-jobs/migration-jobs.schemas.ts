@@ -1,0 +1,108 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { ImportSupplierCode, UtcDateTime } from '../account-data/common.schemas.ts';
+
+// Migration jobs (D11): the wire shapes. These schemas make the OpenAPI document the job client
+// (import-migrate) is generated from, so every answer is described whole.
+
+export const JOB_STATES = ['open', 'scheduled', 'queued', 'running', 'paused', 'completed', 'cancelled'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+export const STORED_JOB_STATES = ['open', 'scheduled', 'queued', 'running', 'completed', 'cancelled'] as const;
+export type StoredJobState = (typeof STORED_JOB_STATES)[number];
+
+export const RECORD_OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'] as const;
+export type RecordOutcome = (typeof RECORD_OUTCOMES)[number];
+
+export const RECORD_STEPS = ['parse', 'account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
+export type RecordStep = (typeof RECORD_STEPS)[number];
+
+/** `string | null` as one `type: ['string', 'null']` (OpenAPI: nullable), keeping the string's own rules. */
+const Nullable = (schema: ReturnType<typeof Type.String>, description?: string) =>
+  Type.Unsafe<string | null>({ ...schema, type: ['string', 'null'], ...(description ? { description } : {}) });
+
+export const JobId = Type.String({ format: 'uuid', description: 'The job id (a UUID).' });
+
+export const CreateJobBody = Type.Object({
+  import_supplier: ImportSupplierCode,
+  operations_team_name: Type.String({ minLength: 1, maxLength: 100, description: 'The operations team the accounts are created for.' }),
+  dry_run: Type.Optional(Type.Boolean({ description: 'Validate, stage and dry-run create each account; import nothing else.' })),
+  not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
+  not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
+}, { additionalProperties: false });
+export type CreateJobBody = Static<typeof CreateJobBody>;
+
+export const JobCounts = Type.Object({
+  total: Type.Integer({ description: 'Records uploaded: always the sum of the other counts.' }),
+  pending: Type.Integer(), running: Type.Integer(), succeeded: Type.Integer(),
+  skipped: Type.Integer(), failed: Type.Integer(), cancelled: Type.Integer(),
+});
+export type JobCounts = Static<typeof JobCounts>;
+
+export const ErrorCount = Type.Object({
+  code: Type.String({ description: 'The code of the first error of failed records.' }),
+  count: Type.Integer(),
+});
+
+export const Job = Type.Object({
+  id: JobId,
+  import_supplier: Type.String(),
+  operations_team_name: Type.String(),
+  dry_run: Type.Boolean(),
+  state: Type.Unsafe<JobState>({ type: 'string', enum: [...JOB_STATES], description: 'paused: the supplier is paused; the job goes on when it is ongoing again.' }),
+  not_before: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
+  not_after: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
+  created_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ.' }),
+  started_at: Nullable(Type.String(), 'When the job was started (UTC).'),
+  finished_at: Nullable(Type.String(), 'When the job completed or was cancelled (UTC).'),
+  counts: JobCounts,
+  errors_by_code: Type.Array(ErrorCount, { description: 'The first error of each failed record, by code, largest first.' }),
+  records_per_minute: Type.Number({ description: 'Records finished per minute over the last five minutes.' }),
+  eta_seconds: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'Seconds until the records left are done at the current rate; null when unknown or nothing is left.' }),
+}, { $id: 'MigrationJob', title: 'MigrationJob' });
+export type Job = Static<typeof Job>;
+
+export const JobList = Type.Array(Job);
+
+export const JobPathParams = Type.Object({ job_id: Type.String({ maxLength: 100, description: 'The job id.' }) });
+export type JobPathParams = Static<typeof JobPathParams>;
+
+export const MAX_JOB_PAGE_SIZE = 1000;
+export const ListJobsQuery = Type.Object({
+  import_supplier: ImportSupplierCode,
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_JOB_PAGE_SIZE, description: 'Page by keyset (D7); the next page is in the Link header.' })),
+  cursor: Type.Optional(Type.String({ maxLength: 500, description: 'The cursor of the next page, from the Link header.' })),
+}, { additionalProperties: false });
+export type ListJobsQuery = Static<typeof ListJobsQuery>;
+
+export const UploadReply = Type.Object({
+  received: Type.Integer({ description: 'Records (non-blank lines) received by this upload.' }),
+  total_records: Type.Integer({ description: 'Records of the job so far, across uploads.' }),
+});
+export type UploadReply = Static<typeof UploadReply>;
+
+export const RecordError = Type.Object({
+  code: Type.String(),
+  attr: Type.String({ description: 'Dot path from the record: account.customers.0.mobile, transactions.3.amount.' }),
+  detail: Type.String(),
+});
+export type RecordError = Static<typeof RecordError>;
+
+export const RecordResult = Type.Object({
+  line: Type.Integer({ description: 'The record\'s line number, from 1, across all uploads of the job (blank lines not counted).' }),
+  external_account_number: Nullable(Type.String()),
+  outcome: Type.Unsafe<RecordOutcome>({ type: 'string', enum: [...RECORD_OUTCOMES] }),
+  step: Type.Unsafe<RecordStep | null>({ type: ['string', 'null'], enum: [...RECORD_STEPS, null], description: 'The failing step; null unless failed.' }),
+  created: Type.Unsafe<boolean | null>({ type: ['boolean', 'null'], description: 'Whether this record created the account (false: it was imported before); null until known.' }),
+  service_account_number: Nullable(Type.String()),
+  dry_run: Type.Boolean(),
+  errors: Type.Array(RecordError),
+  finished_at: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
+}, { $id: 'MigrationRecordResult', title: 'MigrationRecordResult' });
+export type RecordResult = Static<typeof RecordResult>;
+
+export const RecordsQuery = Type.Object({
+  outcome: Type.Optional(Type.Unsafe<RecordOutcome>({ type: 'string', enum: [...RECORD_OUTCOMES], description: 'Only records with this outcome.' })),
+}, { additionalProperties: false });
+export type RecordsQuery = Static<typeof RecordsQuery>;
+
+export const CSV_COLUMNS = ['line', 'external_account_number', 'outcome', 'step', 'service_account_number',
+  'error_code', 'error_attr', 'error_detail', 'error_count'] as const;

@@ -1,0 +1,344 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/schema.ts';
+import { AppError } from '../../core/errors.ts';
+import { requireCallerSupplier } from '../../core/suppliers.ts';
+import { utcSeconds } from '../../schemas/datetime.ts';
+import type { JobQueue } from '../../queue/queue.ts';
+import { findTeamByName } from '../admin/admin.repository.ts';
+import type { Caller } from '../../core/caller.ts';
+import * as repo from './migration-jobs.repository.ts';
+import {
+  CSV_COLUMNS, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordError, type RecordOutcome,
+  type RecordResult, type UploadReply,
+} from './migration-jobs.schemas.ts';
+import { ndjsonLines, UploadLimitExceeded, type Line } from './ndjson-lines.ts';
+import { RECORD_KEYS, recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
+import { INEXACT_NUMBER_DETAIL, inexactNumbersOf, recordInexactNumbers } from '../../core/json-numbers.ts';
+
+// Migration jobs (D11): create, upload, start, cancel, retry, read. The records themselves are run by
+// the queue workers (migration-jobs.worker.ts, record-pipeline.ts).
+
+type Db = Kysely<Database>;
+
+export interface JobsDeps {
+  db: Db;
+  queue: JobQueue;
+  config: Pick<Config, 'jobMaxRecords' | 'jobUploadLimitBytes' | 'bodyLimitBytes'>;
+}
+
+/** Records written per transaction while uploading: a cut-off upload keeps every batch committed before it. */
+export const UPLOAD_BATCH = 500;
+const RATE_WINDOW_MINUTES = 5;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const jobNotFound = (id: string) => new AppError('not_found', `No migration job "${id}".`);
+
+async function requireJob(db: Db, caller: Caller, id: string): Promise<repo.JobRow> {
+  const job = UUID.test(id) ? await repo.findJob(db, id, caller.organisationId) : undefined;
+  if (!job) throw jobNotFound(id);
+  return job;
+}
+
+export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Promise<Job> {
+  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  // A paused supplier may have jobs (they wait); a complete one takes no more accounts.
+  if (supplier.status === 'complete') {
+    throw AppError.field('import_supplier_complete', `Import supplier "${supplier.code}" is complete.`, 'import_supplier');
+  }
+  const team = await findTeamByName(db, body.operations_team_name);
+  if (!team) {
+    throw AppError.field('operations_team_not_found', `No operations team named "${body.operations_team_name}".`, 'operations_team_name');
+  }
+  const notBefore = body.not_before ?? null;
+  const notAfter = body.not_after ?? null;
+  if (notBefore && notAfter && Date.parse(notAfter) <= Date.parse(notBefore)) {
+    throw new AppError('invalid', 'The request failed validation.', {
+      errors: [{ code: 'invalid_date_range', attr: 'not_after', detail: 'not_after must be after not_before.' }],
+    });
+  }
+  const id = randomUUID();
+  await repo.insertJob(db, { id, supplierId: supplier.id, teamId: team.id, dryRun: body.dry_run === true, notBefore, notAfter });
+  return jobView(db, (await repo.findJob(db, id))!);
+}
+
+export async function getJob(db: Db, caller: Caller, id: string): Promise<Job> {
+  return jobView(db, await requireJob(db, caller, id));
+}
+
+export async function listJobs(db: Db, caller: Caller, query: ListJobsQuery): Promise<{ jobs: Job[]; nextCursor: string | null }> {
+  const supplier = await requireCallerSupplier(db, caller, query.import_supplier, 'import_supplier');
+  const size = query.page_size ?? 100;
+  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const rows = await repo.listJobs(db, supplier.id, size + 1, after);
+  const page = rows.slice(0, size);
+  const jobs = [];
+  for (const row of page) jobs.push(await jobView(db, row));
+  const last = page[page.length - 1];
+  const nextCursor = rows.length > size && last ? encodeCursor(last) : null;
+  return { jobs, nextCursor };
+}
+
+function encodeCursor(row: repo.JobRow): string {
+  return Buffer.from(JSON.stringify([row.created_at.toISOString(), row.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof createdAt === 'string' && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && UUID.test(id)) return { createdAt, id };
+  } catch { /* below */ }
+  throw AppError.field('invalid', 'The cursor is not one this service gave.', 'cursor');
+}
+
+/** The job as D11 shows it: counts, errors by code, rate and ETA from the records' indexes. */
+export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
+  const [counts, errors, recent] = [await repo.countsOf(db, row.id), await repo.errorsByCode(db, row.id),
+    await repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES)];
+  const perMinute = Math.round((recent / RATE_WINDOW_MINUTES) * 10) / 10;
+  const left = counts.pending + counts.running;
+  const active = ['queued', 'running', 'scheduled'].includes(row.state);
+  return {
+    id: row.id,
+    import_supplier: row.supplier_code,
+    operations_team_name: row.operations_team_name,
+    dry_run: row.dry_run,
+    state: shownState(row),
+    not_before: row.not_before ? utcSeconds(row.not_before) : null,
+    not_after: row.not_after ? utcSeconds(row.not_after) : null,
+    created_at: utcSeconds(row.created_at),
+    started_at: row.started_at ? utcSeconds(row.started_at) : null,
+    finished_at: row.finished_at ? utcSeconds(row.finished_at) : null,
+    counts,
+    errors_by_code: errors,
+    records_per_minute: perMinute,
+    eta_seconds: active && left > 0 && perMinute > 0 ? Math.ceil((left / perMinute) * 60) : null,
+  };
+}
+
+/** `paused` is the supplier's state showing through a job that would otherwise run. */
+function shownState(row: repo.JobRow): JobState {
+  if (row.supplier_status === 'paused' && ['queued', 'running', 'scheduled'].includes(row.state)) return 'paused';
+  if (row.state === 'scheduled' && row.not_before && row.not_before.getTime() <= Date.now()) return 'queued';
+  return row.state;
+}
+
+// ---- upload ----
+
+/**
+ * Reads the upload line by line and writes it in batches of UPLOAD_BATCH records, one transaction
+ * each, so memory holds one batch and a cut-off upload keeps every complete line before the cut.
+ */
+export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, body: AsyncIterable<Buffer>): Promise<UploadReply> {
+  const job = await requireJob(deps.db, caller, id);
+  if (job.state !== 'open') throw notOpen(job);
+  let received = 0;
+  let total = job.total_lines;
+  let batch: Line[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const lines = batch;
+    batch = [];
+    const written = await writeBatch(deps, job.id, lines);
+    received += written.count;
+    total = written.total;
+    if (written.count < lines.length) {
+      throw new AppError('migration_job_too_large',
+        `A job holds at most ${deps.config.jobMaxRecords} records; the first ${written.total} are kept.`,
+        { extra: { received, total_records: written.total } });
+    }
+  };
+  try {
+    for await (const line of ndjsonLines(body, { maxLineBytes: deps.config.bodyLimitBytes, maxTotalBytes: deps.config.jobUploadLimitBytes })) {
+      batch.push(line);
+      if (batch.length >= UPLOAD_BATCH) await flush();
+    }
+  } catch (error) {
+    // The lines read before the failure are complete: keep them, then report the failure.
+    if (!(error instanceof AppError)) await flush().catch(() => undefined);
+    if (error instanceof UploadLimitExceeded) {
+      throw new AppError('payload_too_large', `An upload is at most ${deps.config.jobUploadLimitBytes} bytes; the records before the limit are kept.`,
+        { extra: { received, total_records: total } });
+    }
+    throw error;
+  }
+  await flush();
+  return { received, total_records: total };
+}
+
+function notOpen(job: repo.JobRow): AppError {
+  return new AppError('migration_job_not_open', `Migration job "${job.id}" is ${job.state}: records can only be added while it is open.`);
+}
+
+async function writeBatch(deps: JobsDeps, jobId: string, lines: Line[]): Promise<{ count: number; total: number }> {
+  return deps.db.transaction().execute(async (trx) => {
+    const job = await repo.lockJob(trx, jobId);
+    if (!job) throw jobNotFound(jobId);
+    if (job.state !== 'open') throw notOpen(job);
+    const room = Math.max(0, deps.config.jobMaxRecords - job.total_lines);
+    const kept = lines.slice(0, room);
+    const parsed = kept.map(parseLine);
+    const numbers = parsed.flatMap((p) => (p.ext !== null && p.errors.length === 0 ? [p.ext] : []));
+    const taken = await repo.takenAccountNumbers(trx, jobId, [...new Set(numbers)]);
+    const records: repo.NewRecord[] = parsed.map((p, index) => {
+      const line = job.total_lines + index + 1;
+      if (p.errors.length > 0) {
+        return { line, external_account_number: p.ext, record: p.record, outcome: 'failed', step: 'parse', errors: p.errors, final_at_upload: true };
+      }
+      if (p.ext !== null && taken.has(p.ext)) {
+        return {
+          line, external_account_number: p.ext, record: p.record, outcome: 'failed', step: 'account', final_at_upload: true,
+          errors: [{ code: 'duplicate', attr: 'account.external_account_number', detail: `Account "${p.ext}" appears on an earlier line of this job.` }],
+        };
+      }
+      if (p.ext !== null) taken.add(p.ext);
+      return { line, external_account_number: p.ext, record: p.record, outcome: 'pending', step: null, errors: [], final_at_upload: false };
+    });
+    await repo.appendRecords(trx, jobId, records);
+    return { count: records.length, total: job.total_lines + records.length };
+  });
+}
+
+interface ParsedLine { ext: string | null; record: unknown; errors: RecordError[] }
+
+function parseLine(line: Line): ParsedLine {
+  if (line.kind === 'too_long') {
+    return { ext: null, record: null, errors: [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${line.bytes} bytes; a record is at most BODY_LIMIT_BYTES.` }] };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(line.text);
+  } catch {
+    return { ext: null, record: null, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not valid JSON.' }] };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ext: null, record: null, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not a JSON object.' }] };
+  }
+  const account = (value as Record<string, unknown>).account;
+  const ext = typeof account === 'object' && account !== null && typeof (account as Record<string, unknown>).external_account_number === 'string'
+    ? (account as Record<string, string>).external_account_number!
+    : null;
+  // jsonb cannot keep NUL characters: such a record fails here rather than failing the batch.
+  if (line.text.includes('\\u0000')) {
+    return { ext, record: null, errors: [{ code: 'invalid', attr: 'non_field_errors', detail: 'Text must not contain NUL characters.' }] };
+  }
+  // A number the parse changed (1e309, 20 digits) fails here: only the parsed value is stored, and
+  // the steps' validation no longer sees the text (json-numbers.ts).
+  recordInexactNumbers(line.text, value);
+  const inexact = [...(inexactNumbersOf(value)?.keys() ?? [])];
+  if (inexact.length > 0) {
+    return { ext, record: null, errors: inexact.map((attr) => ({ code: 'invalid', attr, detail: INEXACT_NUMBER_DETAIL })) };
+  }
+  // The record's own shape: `account` required, no other keys than D11's. Each part's contents are
+  // checked by its step, with its endpoint's schema.
+  const unknown = Object.keys(value).filter((key) => !(RECORD_KEYS as readonly string[]).includes(key));
+  const errors: RecordError[] = unknown.map((key) => ({ code: 'unknown_field', attr: key, detail: 'This field is not part of the documented payload and must not be sent.' }));
+  if (account === undefined) errors.unshift({ code: 'required', attr: 'account', detail: 'This field is required.' });
+  else if (typeof account !== 'object' || account === null || Array.isArray(account)) {
+    errors.unshift({ code: 'invalid', attr: 'account', detail: 'Expected an object.' });
+  }
+  return { ext, record: errors.length > 0 ? null : value, errors };
+}
+
+// ---- start, cancel, retry ----
+
+export async function startJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
+  const found = await requireJob(deps.db, caller, id);
+  await deps.db.transaction().execute(async (trx) => {
+    const job = (await repo.lockJob(trx, found.id))!;
+    if (job.state !== 'open') throw notOpen(job);
+    if (!(await repo.hasRecords(trx, job.id))) {
+      throw new AppError('migration_job_empty', `Migration job "${job.id}" has no records: upload some before starting it.`);
+    }
+    const scheduled = job.not_before !== null && job.not_before.getTime() > Date.now();
+    await repo.updateJob(trx, job.id, { state: scheduled ? 'scheduled' : 'queued', startedNow: true });
+    await requestDispatch(deps.queue, trx, job);
+  });
+  return getJob(deps.db, caller, id);
+}
+
+export async function cancelJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
+  const found = await requireJob(deps.db, caller, id);
+  await deps.db.transaction().execute(async (trx) => {
+    const job = (await repo.lockJob(trx, found.id))!;
+    if (job.state === 'completed' || job.state === 'cancelled') {
+      throw new AppError('migration_job_finished', `Migration job "${job.id}" is already ${job.state}.`);
+    }
+    await repo.cancelPending(trx, job.id, []);
+    const { running } = await repo.hasUnfinished(trx, job.id);
+    // Records already running finish; the last one to finish makes the job cancelled.
+    await repo.updateJob(trx, job.id, running ? { cancelRequested: true } : { state: 'cancelled', cancelRequested: true, finishedNow: true });
+    if (!running) await recordJobEnded(trx, job, 'cancelled');
+  });
+  return getJob(deps.db, caller, id);
+}
+
+export async function retryJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
+  const found = await requireJob(deps.db, caller, id);
+  await deps.db.transaction().execute(async (trx) => {
+    const job = (await repo.lockJob(trx, found.id))!;
+    if (job.state !== 'completed' && job.state !== 'cancelled') {
+      throw new AppError('migration_job_not_finished', `Migration job "${job.id}" is ${shownState(job)}: only a completed or cancelled job can be retried.`);
+    }
+    await repo.resetForRetry(trx, job.id);
+    await repo.updateJob(trx, job.id, { state: 'queued', cancelRequested: false, clearFinished: true, startedNow: true });
+    await requestDispatch(deps.queue, trx, { id: job.id, not_before: null, not_after: job.not_after });
+  });
+  return getJob(deps.db, caller, id);
+}
+
+
+// ---- results ----
+
+export const RESULTS_PAGE = 1000;
+
+function resultOf(row: repo.RecordRow, dryRun: boolean): RecordResult {
+  return {
+    line: row.line,
+    external_account_number: row.external_account_number,
+    outcome: row.outcome,
+    step: row.outcome === 'failed' ? row.step : null,
+    created: row.created,
+    service_account_number: row.service_account_number,
+    dry_run: dryRun,
+    errors: row.errors,
+    finished_at: row.finished_at ? utcSeconds(row.finished_at) : null,
+  };
+}
+
+/** The job's results in line order, read page by page (keyset on the line): NDJSON or CSV text chunks. */
+export async function streamResults(
+  db: Db, caller: Caller, id: string, outcome: RecordOutcome | undefined, format: 'ndjson' | 'csv',
+): Promise<AsyncIterable<string>> {
+  const job = await requireJob(db, caller, id);
+  return (async function* () {
+    if (format === 'csv') yield `${CSV_COLUMNS.join(',')}\r\n`;
+    let after = 0;
+    for (;;) {
+      const rows = await repo.recordsPage(db, job.id, after, RESULTS_PAGE, outcome);
+      if (rows.length === 0) return;
+      const out: string[] = [];
+      for (const row of rows) {
+        const result = resultOf(row, job.dry_run);
+        out.push(format === 'csv' ? csvRow(result) : `${JSON.stringify(result)}\n`);
+      }
+      yield out.join('');
+      after = rows[rows.length - 1]!.line;
+      if (rows.length < RESULTS_PAGE) return;
+    }
+  })();
+}
+
+function csvRow(r: RecordResult): string {
+  const first = r.errors[0];
+  const cells = [r.line, r.external_account_number, r.outcome, r.step, r.service_account_number,
+    first?.code, first?.attr, first?.detail, r.errors.length];
+  return `${cells.map(csvCell).join(',')}\r\n`;
+}
+
+function csvCell(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '';
+  const text = String(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}

@@ -1,0 +1,180 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/schema.ts';
+import type { JobQueue } from '../../queue/queue.ts';
+import { recordEvent } from '../events/events.repository.ts';
+import * as repo from './migration-jobs.repository.ts';
+import { runRecord, type PipelineDeps } from './record-pipeline.ts';
+
+// The migration jobs on the queue (D11). Three queues:
+// - migration_dispatch {job_id}: puts the job's pending records on the record queue, a batch per
+//   transaction (each record marked `enqueued` with its job), so a crash mid-way resumes where it was;
+// - migration_record {job_id, line}: runs one record (record-pipeline.ts) on any worker of any
+//   instance. Transient failures are retried by the queue with backoff; a worker killed mid-record
+//   leaves the queue job active until it expires, then it runs again and the record is claimed again;
+// - migration_window {job_id}: at not_after, cancels the records not started.
+
+export const DISPATCH_QUEUE = 'migration_dispatch';
+export const RECORD_QUEUE = 'migration_record';
+export const WINDOW_QUEUE = 'migration_window';
+/** Record jobs that failed for good outside the pipeline (the store gone for all their retries). */
+export const RECORD_DEAD_QUEUE = 'migration_record_dead';
+
+/** The keys a record may have (D11); any other is unknown_field at upload. */
+export const RECORD_KEYS = ['account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
+
+const DISPATCH_BATCH = 1000;
+
+export type JobsWorkerConfig = Pick<Config, 'processConcurrencyLimit' | 'jobRetryLimit' | 'jobRetryDelaySeconds'
+  | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'workerConcurrency'>;
+
+export async function defineMigrationQueues(queue: JobQueue, config: JobsWorkerConfig): Promise<void> {
+  await queue.define(DISPATCH_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, expireInSeconds: 900 });
+  await queue.define(WINDOW_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, expireInSeconds: 300 });
+  await queue.define(RECORD_DEAD_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, expireInSeconds: 300 });
+  await queue.define(RECORD_QUEUE, recordPolicy(config));
+}
+
+/** Sent with every record job (not only as the queue's default, which the first instance fixed). */
+export function recordPolicy(config: Pick<JobsWorkerConfig, 'jobRetryLimit' | 'jobRetryDelaySeconds' | 'jobRecordTimeoutSeconds'>) {
+  return {
+    retryLimit: config.jobRetryLimit, retryDelay: config.jobRetryDelaySeconds, retryBackoff: true,
+    expireInSeconds: config.jobRecordTimeoutSeconds, deadLetter: RECORD_DEAD_QUEUE,
+  };
+}
+
+/** Written in the transaction that starts (or retries) the job: dispatch, and the window's end. */
+export async function requestDispatch(
+  queue: JobQueue, trx: Transaction<Database>, job: Pick<repo.JobRow, 'id' | 'not_before' | 'not_after'>,
+): Promise<void> {
+  const startAfter = job.not_before && job.not_before.getTime() > Date.now() ? job.not_before : undefined;
+  await queue.send(DISPATCH_QUEUE, { job_id: job.id }, { trx, startAfter });
+  if (job.not_after) await queue.send(WINDOW_QUEUE, { job_id: job.id }, { trx, startAfter: job.not_after });
+}
+
+export interface JobsWorkerLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export async function startMigrationWorkers({ db, queue, config, logger, concurrency }: {
+  db: Kysely<Database>; queue: JobQueue; config: JobsWorkerConfig; logger: JobsWorkerLogger; concurrency: number;
+}): Promise<{ stop(): Promise<void> }> {
+  await defineMigrationQueues(queue, config);
+  const deps: PipelineDeps = { db, queue, processConcurrencyLimit: config.processConcurrencyLimit };
+  await queue.work<{ job_id: string }>(DISPATCH_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, async (job) => {
+    await dispatch(db, queue, job.data.job_id, config);
+  });
+  await queue.work<{ job_id: string; line: number }>(RECORD_DEAD_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
+    await giveUpRecord(db, job.data, config);
+  });
+  await queue.work<{ job_id: string }>(WINDOW_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
+    await closeWindow(db, job.data.job_id);
+  });
+  await queue.work<{ job_id: string; line: number }>(RECORD_QUEUE, { concurrency, pollingIntervalSeconds: 0.5 }, async (job) => {
+    await runRecordJob(deps, config, logger, job.data, job);
+  });
+  return {
+    async stop() {
+      await Promise.all([RECORD_QUEUE, DISPATCH_QUEUE, WINDOW_QUEUE, RECORD_DEAD_QUEUE].map((name) => queue.offWork(name)));
+    },
+  };
+}
+
+/** Sends the job's unsent pending records to the record queue, a batch per transaction. */
+export async function dispatch(db: Kysely<Database>, queue: JobQueue, jobId: string, config: JobsWorkerConfig): Promise<void> {
+  for (;;) {
+    const sent = await db.transaction().execute(async (trx) => {
+      const lines = await repo.takeUnsent(trx, jobId, DISPATCH_BATCH);
+      await queue.sendMany(RECORD_QUEUE, lines.map((line) => ({ job_id: jobId, line })), { trx, ...recordPolicy(config) });
+      return lines.length;
+    });
+    if (sent < DISPATCH_BATCH) break;
+  }
+  await finishIfDone(db, jobId);
+}
+
+export async function closeWindow(db: Kysely<Database>, jobId: string): Promise<void> {
+  await repo.cancelPending(db, jobId, [WINDOW_CLOSED]);
+  await finishIfDone(db, jobId);
+}
+
+const WINDOW_CLOSED = { code: 'migration_window_closed', attr: 'non_field_errors', detail: 'The job\'s not_after passed before this record started.' };
+
+class RetryLater extends Error {}
+
+async function runRecordJob(
+  deps: PipelineDeps, config: JobsWorkerConfig, logger: JobsWorkerLogger, data: { job_id: string; line: number },
+  { retryCount, retryLimit }: { retryCount: number; retryLimit: number },
+): Promise<void> {
+  const { db, queue } = deps;
+  const job = await repo.findJob(db, data.job_id);
+  if (!job || job.state === 'completed' || job.state === 'cancelled' || job.state === 'open') return;
+  if (job.supplier_status === 'paused') {
+    // The record waits without using up its retries: a new queue job for later replaces this one.
+    await queue.send(RECORD_QUEUE, data, { startAfter: config.jobPauseRecheckSeconds, ...recordPolicy(config) });
+    return;
+  }
+  const record = await repo.claimRecord(db, data.job_id, data.line);
+  if (!record) return;
+  await repo.markRunning(db, job.id);
+  if (job.not_after && job.not_after.getTime() <= Date.now()) {
+    await repo.finishRecord(db, job.id, record.line, { outcome: 'cancelled', step: null, created: null, serviceAccountNumber: null, errors: [WINDOW_CLOSED] });
+    await finishIfDone(db, job.id);
+    return;
+  }
+  const result = await runRecord(deps, job, record);
+  // The job's own limit, not this instance's JOB_RETRY_LIMIT: instances configured differently must
+  // agree on which try is the last, or the last one would throw into the dead-letter queue.
+  if (result.kind === 'transient' && retryCount < retryLimit) {
+    await repo.releaseRecord(db, job.id, record.line, { created: result.created, serviceAccountNumber: result.serviceAccountNumber });
+    logger.warn({ job_id: job.id, line: record.line, code: result.errors[0]?.code, retry: retryCount + 1 }, 'migration record hit a transient failure; the queue retries it');
+    throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
+  }
+  await repo.finishRecord(db, job.id, record.line, {
+    outcome: result.kind === 'transient' ? 'failed' : result.outcome,
+    step: result.step, created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors,
+  });
+  await finishIfDone(db, job.id);
+}
+
+/**
+ * A record whose queue job failed for good outside the pipeline (its worker died, or the store was
+ * away, on every try) fails with service_unavailable instead of staying running for ever.
+ */
+async function giveUpRecord(db: Kysely<Database>, data: { job_id: string; line: number }, config: JobsWorkerConfig): Promise<void> {
+  const record = await repo.claimRecord(db, data.job_id, data.line);
+  if (!record) return;
+  await repo.finishRecord(db, data.job_id, data.line, {
+    outcome: 'failed', step: record.step ?? 'account', created: record.created, serviceAccountNumber: record.service_account_number,
+    errors: [{ code: 'service_unavailable', attr: 'non_field_errors', detail: `The record could not be run after ${config.jobRetryLimit + 1} tries (a worker stopped or the store was unavailable).` }],
+  });
+  await finishIfDone(db, data.job_id);
+}
+
+/**
+ * Ends the job once no record is pending or running: completed, or cancelled after a cancel. Under
+ * the job row's lock, after the record's own commit, so of two workers finishing the last two
+ * records at once the later one sees both finished.
+ */
+export async function finishIfDone(db: Kysely<Database>, jobId: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const job = await repo.lockJob(trx, jobId);
+    if (!job || !['queued', 'running', 'scheduled'].includes(job.state)) return;
+    const left = await repo.hasUnfinished(trx, jobId);
+    if (left.pending || left.running) return;
+    const how = job.cancel_requested ? 'cancelled' : 'completed';
+    await repo.updateJob(trx, jobId, { state: how, finishedNow: true });
+    await recordJobEnded(trx, job, how);
+  });
+}
+
+/** The job's end as an event (D13), in the transaction that ends it. */
+export async function recordJobEnded(trx: Transaction<Database>, job: repo.JobRow, how: 'completed' | 'cancelled'): Promise<void> {
+  const counts = await repo.countsOf(trx, job.id);
+  await recordEvent(trx, {
+    supplierId: job.supplier_id, type: how === 'completed' ? 'migration_job.completed' : 'migration_job.cancelled',
+    externalAccountNumber: null, data: { job_id: job.id, counts: { ...counts } },
+  });
+}

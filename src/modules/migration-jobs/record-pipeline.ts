@@ -1,0 +1,177 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { AppError, type FieldError } from '../../core/errors.ts';
+import { compileValidator, type Validator } from '../../core/validation.ts';
+import { isStoreUnavailable, type JobQueue } from '../../queue/queue.ts';
+import { validateAccountData, type AccountData } from '../account-data/account-data.schemas.ts';
+import { createAccount } from '../account-imports/create-account.service.ts';
+import { stageAccount } from '../account-imports/stage-account.service.ts';
+import type { Caller } from '../../core/caller.ts';
+import { CreateNotesBody } from '../notes/notes.schemas.ts';
+import { importNotes } from '../notes/notes.service.ts';
+import { CreatePaymentInstructionBody } from '../payment-instructions/payment-instructions.schemas.ts';
+import { createPaymentInstruction } from '../payment-instructions/payment-instructions.service.ts';
+import { CreateStatementsBody } from '../statements/statements.schemas.ts';
+import { importStatements } from '../statements/statements.service.ts';
+import { CreateTransactionsBody } from '../transactions/transactions.schemas.ts';
+import { importTransactions } from '../transactions/transactions.service.ts';
+import type { JobRow, RecordRow } from './migration-jobs.repository.ts';
+import type { RecordError, RecordStep } from './migration-jobs.schemas.ts';
+
+// One record of a migration job (D11), step by step, each step through the service of its endpoint:
+// the same validation (the endpoint's own body schema), the same rules, codes and transactions. The
+// steps are idempotent: staging an imported account is refused and the create then answers
+// account_already_imported (the record goes on with created: false); statements, transactions, notes
+// and the payment instruction dedupe as their endpoints do. So a record run twice (a retry, a crash,
+// the same file uploaded again) makes nothing twice.
+
+export interface PipelineDeps {
+  db: Kysely<Database>;
+  queue: JobQueue;
+  processConcurrencyLimit: number;
+}
+
+export type RecordRun =
+  | { kind: 'done'; outcome: 'succeeded' | 'skipped' | 'failed'; step: RecordStep | null; created: boolean | null; serviceAccountNumber: string | null; errors: RecordError[] }
+  | { kind: 'transient'; step: RecordStep; created: boolean | null; serviceAccountNumber: string | null; errors: RecordError[] };
+
+/** Failures worth retrying as they are: the same request may well succeed a little later. */
+export const TRANSIENT_CODES = new Set(['concurrency_limit_exceeded', 'payment_vendor_unavailable', 'service_unavailable', 'account_import_in_progress']);
+
+const validators = new Map<object, Validator>();
+function validatorFor(schema: object): Validator {
+  let validator = validators.get(schema);
+  if (!validator) validators.set(schema, validator = compileValidator(schema));
+  return validator;
+}
+
+class StepFailure extends Error {
+  constructor(readonly step: RecordStep, readonly errors: RecordError[], readonly transient: boolean) { super(errors[0]?.detail ?? step); }
+}
+
+export async function runRecord(deps: PipelineDeps, job: JobRow, row: RecordRow): Promise<RecordRun> {
+  const record = row.record as Record<string, unknown>;
+  const caller: Caller = { organisationId: job.organisation_id, apiKeyId: 0 };
+  let created: boolean | null = row.created;
+  let number: string | null = row.service_account_number;
+  try {
+    // 1. The account: validated (D5), staged, created with the job's team and dry_run.
+    const account = record.account as AccountData;
+    if (account.import_supplier !== job.supplier_code) {
+      throw new StepFailure('account', [{ code: 'invalid', attr: 'account.import_supplier', detail: `The record's supplier must be the job's supplier, "${job.supplier_code}".` }], false);
+    }
+    const invalid = validateAccountData(account);
+    if (invalid) throw new StepFailure('account', prefixed(invalid, 'account'), false);
+    const ext = account.external_account_number;
+    let imported = false;
+    try {
+      await stageAccount(deps.db, caller, account);
+    } catch (error) {
+      const known = alreadyImportedNumber(error);
+      if (known === null) throw asStepFailure('account', error, 'account');
+      number = known;
+      imported = true;
+      created ??= false;
+    }
+    if (!imported) {
+      try {
+        const made = await createAccount({ db: deps.db, processConcurrencyLimit: deps.processConcurrencyLimit, queue: deps.queue }, caller, {
+          import_supplier_code: job.supplier_code, external_account_number: ext, operations_team_name: job.operations_team_name, dry_run: job.dry_run,
+        });
+        number = made.service_account_number;
+        created = true;
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'dry_run_rolled_back') {
+          return { kind: 'done', outcome: 'succeeded', step: null, created: false, serviceAccountNumber: null, errors: [] };
+        }
+        const known = alreadyImportedNumber(error);
+        if (known === null) throw asStepFailure('account', error, 'account');
+        number = known;
+        created ??= false;
+      }
+    }
+    // 3. A dry run imports nothing else.
+    if (job.dry_run) return { kind: 'done', outcome: 'succeeded', step: null, created: false, serviceAccountNumber: number, errors: [] };
+
+    // 2. The account's history, statements first (they close periods).
+    const base = { import_supplier: job.supplier_code, external_account_number: ext };
+    if (present(record.statements)) {
+      const body = { ...base, statements: record.statements };
+      await runStep('statements', CreateStatementsBody, body, '', () => importStatements(deps.db, caller, body as CreateStatementsBody));
+    }
+    if (present(record.transactions)) {
+      const body = { ...base, transactions: record.transactions };
+      await runStep('transactions', CreateTransactionsBody, body, '', () => importTransactions(deps.db, caller, body as CreateTransactionsBody,
+        { checkPreviouslyAdded: true, forceAddToCurrentStatement: true }));
+    }
+    if (present(record.notes)) {
+      const body = { ...base, notes: record.notes };
+      await runStep('notes', CreateNotesBody, body, '', () => importNotes(deps.db, caller, body as CreateNotesBody));
+    }
+    if (record.payment_instruction !== undefined && record.payment_instruction !== null) {
+      const instruction = record.payment_instruction;
+      const body = typeof instruction === 'object' && !Array.isArray(instruction) ? { ...base, ...instruction } : instruction;
+      await runStep('payment_instruction', CreatePaymentInstructionBody, body, 'payment_instruction',
+        () => createPaymentInstruction(deps.db, caller, body as CreatePaymentInstructionBody));
+    }
+    return { kind: 'done', outcome: 'succeeded', step: null, created, serviceAccountNumber: number, errors: [] };
+  } catch (error) {
+    if (error instanceof Skipped) return { kind: 'done', outcome: 'skipped', step: null, created: null, serviceAccountNumber: null, errors: [] };
+    const failure = error instanceof StepFailure ? error : asStepFailure('account', error, 'account');
+    return failure.transient
+      ? { kind: 'transient', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors }
+      : { kind: 'done', outcome: 'failed', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors };
+  }
+}
+
+class Skipped extends Error {}
+
+/** Empty arrays mean "nothing of this kind": no call is made for them. */
+function present(value: unknown): boolean {
+  return value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
+}
+
+async function runStep(step: RecordStep, schema: object, body: unknown, prefix: string, call: () => Promise<unknown>): Promise<void> {
+  const invalid = validatorFor(schema)(body);
+  if (invalid) throw new StepFailure(step, prefixed(invalid, prefix), false);
+  try {
+    await call();
+  } catch (error) {
+    throw asStepFailure(step, error, prefix);
+  }
+}
+
+function alreadyImportedNumber(error: unknown): string | null {
+  if (error instanceof AppError && error.code === 'account_already_imported') {
+    return String(error.extra?.service_account_number ?? '') || null;
+  }
+  if (error instanceof AppError && error.code === 'account_marked_to_skip') throw new Skipped();
+  return null;
+}
+
+function asStepFailure(step: RecordStep, error: unknown, prefix: string): StepFailure {
+  if (error instanceof StepFailure || error instanceof Skipped) throw error;
+  if (error instanceof AppError) {
+    const errors = error.errors && error.errors.length > 0
+      ? prefixed(error.errors, prefix)
+      : [{ code: error.code, attr: prefix || step, detail: error.detail }];
+    return new StepFailure(step, errors, TRANSIENT_CODES.has(error.code));
+  }
+  if (isStoreUnavailable(error)) {
+    return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail: 'The database was unavailable.' }], true);
+  }
+  return new StepFailure(step, [{ code: 'internal_error', attr: prefix || step, detail: 'An unexpected error occurred; it has been logged.' }], false);
+}
+
+/**
+ * Field errors of an endpoint's body, as paths from the record: `customers.0.mobile` of the account
+ * is `account.customers.0.mobile`; the account-naming fields of a history body point at the account.
+ */
+function prefixed(errors: FieldError[], prefix: string): RecordError[] {
+  return errors.map((e) => {
+    let attr = e.attr;
+    if (prefix !== 'account' && (attr === 'external_account_number' || attr === 'import_supplier')) attr = `account.${attr}`;
+    else if (prefix) attr = attr === 'non_field_errors' || attr === '' ? prefix : `${prefix}.${attr}`;
+    return { code: e.code, attr, detail: e.detail };
+  });
+}

@@ -1,0 +1,105 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { ACCOUNT_LOCK_SPACE } from '../account-imports/import-locks.repository.ts';
+
+// The statistics queries (D14). Each reads one index of migrations 002/005/007, so the answer costs
+// index scans of the supplier's own rows, never a scan of every create attempt:
+// - counts: account_imports_stats_idx (index-only), plus pg_locks for the creates running now;
+// - created per hour: accounts_supplier_created_idx, a range of the last 48 hours;
+// - error groups: account_imports_failing_groups_idx (partial: failing accounts only), whose
+//   columns are the latest attempt's, kept by the create_attempts trigger of migration 007.
+type Db = Kysely<Database>;
+
+/** A staged account is failing when its latest create attempt failed (and it is neither imported nor skipped). */
+const FAILING = sql`account_id IS NULL AND NOT skipped AND last_attempt_outcome = 'failed'`;
+const FAILING_E = "e.account_id IS NULL AND NOT e.skipped AND e.last_attempt_outcome = 'failed'";
+
+export interface CountsRow { staged: number; imported: number; skipped: number; failed: number }
+
+export async function stateCounts(db: Db, supplierId: number): Promise<CountsRow> {
+  const { rows } = await sql<CountsRow>`SELECT
+      count(*) FILTER (WHERE account_id IS NULL AND NOT skipped)::int AS staged,
+      count(*) FILTER (WHERE account_id IS NOT NULL)::int AS imported,
+      count(*) FILTER (WHERE account_id IS NULL AND skipped)::int AS skipped,
+      count(*) FILTER (WHERE ${FAILING})::int AS failed
+    FROM account_imports WHERE supplier_id = ${supplierId}`.execute(db);
+  return rows[0]!;
+}
+
+/**
+ * Creates running now: the account locks held in pg_locks (import-locks.repository.ts), joined to
+ * the supplier's pending rows by id. pg_locks holds a few hundred rows at most.
+ */
+export async function createsInProgress(db: Db, supplierId: number): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n
+    FROM pg_locks l JOIN account_imports ai ON ai.id = l.objid::int8
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND l.classid = ${ACCOUNT_LOCK_SPACE}::int8::oid
+      AND ai.supplier_id = ${supplierId} AND ai.account_id IS NULL`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * Accounts created in each of the last `hours` hours, oldest first, as (hours since the epoch, count).
+ * Hours are counted on the epoch, so the buckets are UTC hours whatever the session's time zone; the
+ * clock is the store's, the one that wrote accounts.created_at.
+ */
+export async function createdPerHour(db: Db, supplierId: number, hours: number): Promise<Array<{ h: number; n: number }>> {
+  const { rows } = await sql<{ h: number; n: number }>`
+    WITH now_hour AS (SELECT floor(extract(epoch FROM now()) / 3600)::int AS h)
+    SELECT s.h, (SELECT count(*)::int FROM accounts a
+                  WHERE a.supplier_id = ${supplierId}
+                    AND a.created_at >= to_timestamp(s.h * 3600.0) AND a.created_at < to_timestamp((s.h + 1) * 3600.0)) AS n
+    FROM now_hour, generate_series(now_hour.h - ${hours - 1}::int, now_hour.h) AS s(h)
+    ORDER BY s.h`.execute(db);
+  return rows;
+}
+
+export interface ErrorGroupRow { code: string; attr: string; n: number; examples: string[] }
+
+/** The failing accounts grouped by (code, attr), largest first, with the first examples of each. */
+export async function errorGroups(db: Db, supplierId: number, maxGroups: number, maxExamples: number): Promise<ErrorGroupRow[]> {
+  const { rows } = await sql<ErrorGroupRow>`
+    SELECT g.code, g.attr, g.n, ARRAY(
+        SELECT e.external_account_number FROM account_imports e
+        WHERE e.supplier_id = ${supplierId} AND ${sql.raw(FAILING_E)}
+          AND e.last_error_code = g.code AND e.last_error_attr = g.attr
+        ORDER BY e.external_account_number LIMIT ${maxExamples}) AS examples
+    FROM (SELECT last_error_code AS code, last_error_attr AS attr, count(*)::int AS n
+          FROM account_imports WHERE supplier_id = ${supplierId} AND ${FAILING}
+          GROUP BY last_error_code, last_error_attr
+          ORDER BY n DESC, last_error_code, last_error_attr LIMIT ${maxGroups}) g
+    ORDER BY g.n DESC, g.code, g.attr`.execute(db);
+  return rows;
+}
+
+/** The supplier's jobs not completed or cancelled, newest first (migration_jobs_supplier_idx). */
+export async function unfinishedJobIds(db: Db, supplierId: number): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`SELECT id::text AS id FROM migration_jobs
+    WHERE supplier_id = ${supplierId} AND state NOT IN ('completed', 'cancelled')
+    ORDER BY created_at DESC, id DESC`.execute(db);
+  return rows.map((row) => row.id);
+}
+
+/** The organisation's suppliers (the dashboard's picker); import_suppliers holds a few per organisation. */
+export async function organisationSuppliers(db: Db, organisationId: number): Promise<Array<{ code: string; status: 'ongoing' | 'paused' | 'complete' }>> {
+  return db.selectFrom('import_suppliers').select(['code', 'status'])
+    .where('organisation_id', '=', organisationId).orderBy('code').execute();
+}
+
+export interface AttemptRow {
+  started_at: Date; finished_at: Date; dry_run: boolean; outcome: 'created' | 'dry_run_rolled_back' | 'failed';
+  error_code: string | null; error_attr: string | null; error_detail: string | null;
+}
+
+/** An account's latest create attempts, newest first (create_attempts_account_idx); undefined when never staged. */
+export async function accountAttempts(db: Db, supplierId: number, ext: string, limit: number): Promise<AttemptRow[] | undefined> {
+  const staged = await db.selectFrom('account_imports').select('id')
+    .where('supplier_id', '=', supplierId).where('external_account_number', '=', ext).executeTakeFirst();
+  if (!staged) return undefined;
+  return db.selectFrom('create_attempts')
+    .select(['started_at', 'finished_at', 'dry_run', 'outcome', 'error_code', 'error_attr', 'error_detail'])
+    .where('supplier_id', '=', supplierId).where('external_account_number', '=', ext)
+    .orderBy('id', 'desc').limit(limit).execute();
+}

@@ -1,0 +1,82 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { SUPPLIER_STATUSES } from '../admin/admin.service.ts';
+import { Job } from '../migration-jobs/migration-jobs.schemas.ts';
+
+// The statistics of one supplier (D14): what the dashboard shows, from indexed queries.
+
+export const HOURS_SHOWN = 48;
+export const MAX_ERROR_GROUPS = 20;
+export const MAX_GROUP_EXAMPLES = 5;
+
+export const StatsPathParams = Type.Object({ import_supplier_code: Type.String({ maxLength: 200 }) });
+export type StatsPathParams = Static<typeof StatsPathParams>;
+
+export const StatsCounts = Type.Object({
+  staged: Type.Integer({ description: 'Staged, not imported, not skipped (failed and in_progress are among them).' }),
+  in_progress: Type.Integer({ description: 'Staged accounts a create is running for now.' }),
+  imported: Type.Integer({ description: 'Accounts created.' }),
+  failed: Type.Integer({ description: 'Staged accounts whose latest create attempt failed.' }),
+  skipped: Type.Integer({ description: 'Marked to skip and not imported.' }),
+});
+export type StatsCounts = Static<typeof StatsCounts>;
+
+export const HourCount = Type.Object({
+  hour: Type.String({ description: 'The start of the hour, UTC: YYYY-MM-DDTHH:00:00Z.' }),
+  count: Type.Integer({ description: 'Accounts created in that hour.' }),
+});
+export type HourCount = Static<typeof HourCount>;
+
+export const ErrorGroup = Type.Object({
+  code: Type.String({ description: 'The code of the latest failed create attempt.' }),
+  attr: Type.Union([Type.String(), Type.Null()], { description: 'The dot path of its first error; null when the error names no field.' }),
+  count: Type.Integer(),
+  examples: Type.Array(Type.String(), { maxItems: MAX_GROUP_EXAMPLES, description: `Up to ${MAX_GROUP_EXAMPLES} external account numbers, in order.` }),
+});
+export type ErrorGroup = Static<typeof ErrorGroup>;
+
+export const SupplierStats = Type.Object({
+  import_supplier: Type.String(),
+  status: Type.Unsafe<(typeof SUPPLIER_STATUSES)[number]>({ type: 'string', enum: [...SUPPLIER_STATUSES] }),
+  counts: StatsCounts,
+  created_per_hour: Type.Array(HourCount, {
+    minItems: HOURS_SHOWN, maxItems: HOURS_SHOWN, description: `The last ${HOURS_SHOWN} hours, oldest first, the current hour last; every hour present.`,
+  }),
+  errors_by_code: Type.Array(ErrorGroup, {
+    maxItems: MAX_ERROR_GROUPS,
+    description: 'The failing accounts (counts.failed) grouped by the code and attr of their latest attempt, largest first (then by code and attr).',
+  }),
+  jobs: Type.Array(Job, { description: 'The supplier\'s migration jobs that are not completed or cancelled, newest first; each as GET migration-jobs/<id>/.' }),
+}, { $id: 'SupplierStats', title: 'SupplierStats' });
+export type SupplierStats = Static<typeof SupplierStats>;
+
+export const SupplierSummary = Type.Object({
+  code: Type.String({ description: 'The import supplier code.' }),
+  status: Type.Unsafe<(typeof SUPPLIER_STATUSES)[number]>({ type: 'string', enum: [...SUPPLIER_STATUSES] }),
+});
+export const SupplierSummaryList = Type.Array(SupplierSummary, { description: 'The caller\'s suppliers, by code.' });
+export type SupplierSummaryList = Static<typeof SupplierSummaryList>;
+
+export const MAX_ATTEMPTS_SHOWN = 20;
+export const AttemptsPathParams = Type.Object({
+  import_supplier_code: Type.String({ maxLength: 200 }),
+  external_account_number: Type.String({ maxLength: 200 }),
+});
+export type AttemptsPathParams = Static<typeof AttemptsPathParams>;
+
+export const CreateAttempt = Type.Object({
+  started_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ.' }),
+  finished_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ.' }),
+  dry_run: Type.Boolean(),
+  outcome: Type.Unsafe<'created' | 'dry_run_rolled_back' | 'failed'>({ type: 'string', enum: ['created', 'dry_run_rolled_back', 'failed'] }),
+  error: Type.Union([Type.Object({
+    code: Type.String(),
+    attr: Type.Union([Type.String(), Type.Null()], { description: 'The dot path of the first error; null when the error names no field.' }),
+    detail: Type.String(),
+  }), Type.Null()], { description: 'Null unless the attempt failed.' }),
+});
+export const AccountAttempts = Type.Object({
+  import_supplier: Type.String(),
+  external_account_number: Type.String(),
+  attempts: Type.Array(CreateAttempt, { maxItems: MAX_ATTEMPTS_SHOWN, description: `The latest ${MAX_ATTEMPTS_SHOWN} create attempts, newest first.` }),
+});
+export type AccountAttempts = Static<typeof AccountAttempts>;

@@ -1,0 +1,75 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+
+// SSRF defence for webhook deliveries (D13): an operator-supplied URL must not reach the service's
+// own network. The check runs on the address the socket is about to connect to (a `lookup` given to
+// the HTTP agent), not on the URL's text, so a DNS name that resolves to 127.0.0.1 (`localhost`,
+// or a rebinding name that answered differently when the endpoint was created) is refused too.
+
+const BLOCKED = new BlockList();
+const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
+  ['0.0.0.0', 8, 'ipv4', 'unspecified'],
+  ['10.0.0.0', 8, 'ipv4', 'private'],
+  ['100.64.0.0', 10, 'ipv4', 'shared (carrier-grade NAT)'],
+  ['127.0.0.0', 8, 'ipv4', 'loopback'],
+  ['169.254.0.0', 16, 'ipv4', 'link-local'],
+  ['172.16.0.0', 12, 'ipv4', 'private'],
+  ['192.0.0.0', 24, 'ipv4', 'reserved'],
+  ['192.168.0.0', 16, 'ipv4', 'private'],
+  ['198.18.0.0', 15, 'ipv4', 'benchmarking'],
+  ['224.0.0.0', 4, 'ipv4', 'multicast'],
+  ['240.0.0.0', 4, 'ipv4', 'reserved'],
+  ['::', 128, 'ipv6', 'unspecified'],
+  ['::1', 128, 'ipv6', 'loopback'],
+  ['fc00::', 7, 'ipv6', 'private'],
+  ['fe80::', 10, 'ipv6', 'link-local'],
+  ['ff00::', 8, 'ipv6', 'multicast'],
+];
+for (const [network, prefix, type] of RANGES) BLOCKED.addSubnet(network, prefix, type);
+// Per-range lists name the reason; BlockList matches IPv4-mapped IPv6 (::ffff:127.0.0.1) against IPv4 rules.
+const BY_REASON = RANGES.map(([network, prefix, type, reason]) => {
+  const list = new BlockList();
+  list.addSubnet(network, prefix, type);
+  return { list, reason };
+});
+
+/** Why the address may not be delivered to, or null when it is a public address. */
+export function blockedReason(address: string): string | null {
+  const family = isIP(address);
+  if (family === 0) return 'not an IP address';
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  if (!BLOCKED.check(address, type)) return null;
+  return BY_REASON.find(({ list }) => list.check(address, type))?.reason ?? 'blocked';
+}
+
+/** A delivery refused before any byte was sent; its message goes to the delivery log. */
+export class RefusedAddressError extends Error {
+  override name = 'RefusedAddressError';
+  readonly code = 'EWEBHOOKREFUSED';
+}
+
+export function refusal(host: string, address: string, reason: string): RefusedAddressError {
+  const which = host === address ? address : `${host} (${address})`;
+  return new RefusedAddressError(`refused: ${which} is a ${reason} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`);
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A drop-in `lookup` for net/http that resolves as usual and drops blocked addresses; when nothing
+ * is left, the connection fails with the reason. Node calls it with `all: true` (happy eyeballs) or
+ * without; both answer shapes are kept.
+ */
+export function guardedLookup(hostname: string, options: { family?: number | string; all?: boolean } | number, callback: LookupCallback): void {
+  const opts = typeof options === 'number' ? { family: options } : options;
+  dnsLookup(hostname, { family: Number(opts.family ?? 0) as 0 | 4 | 6, all: true }, (error, addresses) => {
+    if (error) return callback(error, []);
+    const allowed = addresses.filter((a) => blockedReason(a.address) === null);
+    if (allowed.length === 0) {
+      const first = addresses[0];
+      return callback(first ? refusal(hostname, first.address, blockedReason(first.address)!) : new Error(`no address for ${hostname}`), []);
+    }
+    if (opts.all) return callback(null, allowed);
+    return callback(null, allowed[0]!.address, allowed[0]!.family);
+  });
+}

@@ -1,0 +1,92 @@
+import { createHash } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import { Webhook } from 'standardwebhooks';
+import type { Database } from '../../db/schema.ts';
+import type { JobQueue } from '../../queue/queue.ts';
+import { toEvent } from '../events/events.service.ts';
+import { postWebhook } from './webhook-http.ts';
+import * as repo from './webhooks.repository.ts';
+
+// One delivery job = one HTTP attempt of one event to one endpoint (D13). The job makes the attempt
+// outside any transaction, then, in one transaction, logs it and decides what follows: nothing
+// (2xx), disable the endpoint (410), or the next attempt as a new job that starts later. Its state
+// is only in the store: a killed worker's job expires and runs again; the log's unique
+// (endpoint, event, attempt) tells it the attempt was already made, so it only redoes the follow-up,
+// and the follow-up job's fixed id makes a second copy of it a no-op.
+
+export const DELIVERY_QUEUE = 'webhook_delivery';
+
+/** Attempts in all: the first, then 8 retries, 4 times further apart each (docs/events.md). */
+export const MAX_ATTEMPTS = 9;
+export const BACKOFF_FACTOR = 4;
+
+/** The delay before attempt `attempt + 1`: base, 4·base, 16·base, … (5 s, 20 s, 80 s … with the default base). */
+export function retryDelayMs(attempt: number, baseMs: number): number {
+  return baseMs * BACKOFF_FACTOR ** (attempt - 1);
+}
+
+export interface DeliveryJob { endpoint_id: string; event_id: number; attempt: number }
+
+export interface DeliveryDeps {
+  db: Kysely<Database>;
+  queue: JobQueue;
+  retryBaseMs: number;
+  allowPrivateNetworks: boolean;
+}
+
+/** The queue's own retries only cover a worker that died or a store that was away, never the HTTP schedule. */
+export const DELIVERY_JOB_POLICY = { retryLimit: 10, retryDelay: 5, retryBackoff: true, expireInSeconds: 30 } as const;
+
+export type DeliveryOutcome = 'delivered' | 'retry_scheduled' | 'gave_up' | 'endpoint_disabled' | 'dropped';
+
+export async function deliverOnce(deps: DeliveryDeps, job: DeliveryJob): Promise<DeliveryOutcome> {
+  const { db } = deps;
+  const endpoint = await repo.findEndpoint(db, job.endpoint_id);
+  // Deleted or disabled meanwhile (another event's 410): nothing more goes to it.
+  if (!endpoint || !endpoint.enabled) return 'dropped';
+  const logged = await repo.findDelivery(db, job.endpoint_id, job.event_id, job.attempt);
+  if (logged) return db.transaction().execute((trx) => followUp(deps, trx, job, logged.status_code));
+
+  const row = await repo.findEvent(db, job.event_id);
+  if (!row) return 'dropped'; // older than the retention period
+  const body = JSON.stringify(toEvent(row));
+  const msgId = String(row.id);
+  const now = new Date();
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'account-migration-import-webhooks/1',
+    'webhook-id': msgId,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': new Webhook(endpoint.secret).sign(msgId, now, body),
+  };
+  const result = await postWebhook(endpoint.url, body, headers, { allowPrivateNetworks: deps.allowPrivateNetworks });
+  return db.transaction().execute(async (trx) => {
+    await repo.logDelivery(trx, {
+      endpoint_id: job.endpoint_id, event_id: job.event_id, attempt: job.attempt,
+      status_code: result.status, latency_ms: result.latencyMs, error: result.error ?? (isSuccess(result.status) ? null : `HTTP ${result.status}`),
+    });
+    return followUp(deps, trx, job, result.status);
+  });
+}
+
+const isSuccess = (status: number | null) => status !== null && status >= 200 && status < 300;
+
+async function followUp(deps: DeliveryDeps, trx: Transaction<Database>, job: DeliveryJob, status: number | null): Promise<DeliveryOutcome> {
+  if (isSuccess(status)) return 'delivered';
+  if (status === 410) {
+    await repo.disableEndpoint(trx, job.endpoint_id, `the endpoint answered 410 Gone to event ${job.event_id} at ${new Date().toISOString()}`);
+    return 'endpoint_disabled';
+  }
+  if (job.attempt >= MAX_ATTEMPTS) return 'gave_up';
+  const next: DeliveryJob = { ...job, attempt: job.attempt + 1 };
+  await deps.queue.send(DELIVERY_QUEUE, next, {
+    trx, id: jobIdOf(next), startAfter: new Date(Date.now() + retryDelayMs(job.attempt, deps.retryBaseMs)), ...DELIVERY_JOB_POLICY,
+  });
+  return 'retry_scheduled';
+}
+
+/** A UUID fixed by (endpoint, event, attempt): the same follow-up sent twice is inserted once. */
+export function jobIdOf(job: DeliveryJob): string {
+  const hex = createHash('sha256').update(`${job.endpoint_id}:${job.event_id}:${job.attempt}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}

@@ -1,0 +1,65 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { blockedReason, guardedLookup, refusal } from './ssrf-guard.ts';
+
+// One HTTP attempt of a webhook delivery: POST the signed body, report the status or why there was
+// none. Redirects are never followed (a 3xx is just a status, so a failed attempt): following one
+// would let a public endpoint bounce the delivery onto an internal address.
+
+export const DELIVERY_TIMEOUT_MS = 10_000;
+
+export type AttemptResult =
+  | { status: number; latencyMs: number; error: null }
+  | { status: null; latencyMs: number; error: string };
+
+export interface PostOptions {
+  allowPrivateNetworks: boolean;
+  timeoutMs?: number;
+}
+
+export function postWebhook(url: string, body: string, headers: Record<string, string>, options: PostOptions): Promise<AttemptResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return Promise.resolve({ status: null, latencyMs: 0, error: `invalid URL "${url}"` });
+  }
+  // An IP literal never goes through `lookup`, so it is checked here; names are checked on the
+  // address they resolve to, at connection time (guardedLookup).
+  const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (!options.allowPrivateNetworks && isIP(host)) {
+    const reason = blockedReason(host);
+    if (reason) return Promise.resolve({ status: null, latencyMs: 0, error: refusal(host, host, reason).message });
+  }
+  const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (result: AttemptResult) => {
+      if (settled) return;
+      settled = true;
+      resolve(result);
+    };
+    const req = send(target, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      agent: false,
+      ...(options.allowPrivateNetworks ? {} : { lookup: guardedLookup as never }),
+    }, (res) => {
+      finish({ status: res.statusCode ?? 0, latencyMs: elapsed(), error: null });
+      // The answer's body is not used; drain it so the socket closes, within the same deadline.
+      res.on('error', () => {});
+      res.on('end', () => clearTimeout(deadline));
+      res.resume();
+    });
+    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('error', (error) => {
+      clearTimeout(deadline);
+      finish({ status: null, latencyMs: elapsed(), error: error.message || String(error) });
+    });
+    req.end(body);
+  });
+}

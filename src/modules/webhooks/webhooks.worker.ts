@@ -1,0 +1,78 @@
+import type { Kysely } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/schema.ts';
+import type { JobQueue } from '../../queue/queue.ts';
+import { deliverOnce, DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
+import { absorbQueuedFanouts, FANOUT_QUEUE, fanOut, registerFanoutTrigger } from './webhook-fanout.ts';
+import { RETENTION_CRON, RETENTION_QUEUE, runRetention } from './retention.job.ts';
+
+// Webhooks and event retention on the job queue (D13). Three queues:
+// - webhook_fanout {}: new events → delivery jobs (webhook-fanout.ts); also scheduled every minute;
+// - webhook_delivery {endpoint_id, event_id, attempt}: one HTTP attempt (webhook-delivery.ts);
+// - events_retention {}: daily, deletes old events and delivery log rows (retention.job.ts).
+
+export type WebhooksConfig = Pick<Config, 'webhookRetryBaseMs' | 'webhookAllowPrivateNetworks' | 'eventsRetentionDays' | 'workerConcurrency'>;
+
+export interface WebhooksLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** Declares the queues and schedules, and arms recordEvent's fan-out trigger (see webhook-fanout.ts). */
+export async function defineWebhookQueues(queue: JobQueue): Promise<void> {
+  await queue.define(FANOUT_QUEUE, { retryLimit: 1000, retryDelay: 2, retryBackoff: false, expireInSeconds: 300 });
+  await queue.define(DELIVERY_QUEUE, DELIVERY_JOB_POLICY);
+  await queue.define(RETENTION_QUEUE, { retryLimit: 5, retryDelay: 60, retryBackoff: true, expireInSeconds: 3600 });
+  await queue.schedule(FANOUT_QUEUE, '* * * * *');
+  await queue.schedule(RETENTION_QUEUE, RETENTION_CRON);
+  registerFanoutTrigger(queue);
+}
+
+/** Delivery jobs one worker takes at a time: each is mostly waiting on a remote server, so many run at once. */
+const DELIVERY_BATCH = 25;
+
+export async function startWebhookWorkers({ db, queue, config, logger }: {
+  db: Kysely<Database>; queue: JobQueue; config: WebhooksConfig; logger: WebhooksLogger;
+}): Promise<{ stop(): Promise<void> }> {
+  await queue.work(FANOUT_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, async () => {
+    await absorbQueuedFanouts(queue);
+    await fanOut(db, queue);
+  });
+  await queue.work(RETENTION_QUEUE, { concurrency: 1, pollingIntervalSeconds: 30 }, async () => {
+    const removed = await runRetention(db, config.eventsRetentionDays);
+    logger.info({ removed, retention_days: config.eventsRetentionDays }, 'events retention ran');
+  });
+
+  // pg-boss runs one fetch per worker per polling interval; a batch per fetch keeps deliveries from
+  // being limited to two a second per worker. The batch's jobs run side by side.
+  const deps = {
+    db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+  };
+  let inFlight = 0;
+  const workers = Math.max(1, Math.min(2, config.workerConcurrency));
+  for (let i = 0; i < workers; i += 1) {
+    await queue.boss.work<DeliveryJob>(DELIVERY_QUEUE, { batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+      inFlight += 1;
+      try {
+        const results = await Promise.allSettled(jobs.map((job) => deliverOnce(deps, job.data)));
+        const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        // Only the store can fail here (HTTP failures are outcomes); the queue runs the batch again,
+        // and the attempts already logged are not made twice.
+        if (failed) {
+          logger.warn({ err: failed.reason }, 'webhook delivery could not be recorded; the queue retries it');
+          throw failed.reason;
+        }
+      } finally {
+        inFlight -= 1;
+      }
+    });
+  }
+  return {
+    async stop() {
+      await Promise.all([FANOUT_QUEUE, RETENTION_QUEUE].map((name) => queue.offWork(name)));
+      await queue.boss.offWork(DELIVERY_QUEUE);
+      const until = Date.now() + 11_000;
+      while (inFlight > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+    },
+  };
+}

@@ -1,0 +1,205 @@
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import PgBoss from 'pg-boss';
+import type { Database } from '../db/schema.ts';
+import type { Store } from '../db/store.ts';
+
+// The job queue (D11 "Workers"): pg-boss over the store, on PostgreSQL and on the embedded PGlite
+// alike. pg-boss talks to the database only through `executeSql(text, values)`, so it gets an
+// adapter over our own Kysely instance rather than a pool of its own:
+// - with values: one parameterised statement through Kysely (on PGlite this waits its turn on the
+//   one serialised session, like every other query);
+// - without values: a script (pg-boss's schema and its migrations are multi-statement) through the
+//   store's session runner.
+// A job sent with `trx` is written by that transaction, so it exists exactly when the transaction
+// commits (the welcome emails of a create, the records of a started migration job). Never use the
+// outer `db` inside a transaction: on PGlite it waits for the session the transaction holds.
+
+/** `retryLimit` is the job's own (set when it was sent), not this instance's configuration. */
+export type JobHandler<T> = (job: { id: string; data: T; retryCount: number; retryLimit: number }) => Promise<void>;
+
+export interface SendOptions {
+  /** Write the job in this transaction. */
+  trx?: Transaction<Database> | undefined;
+  /** The job's id (a UUID): a second send with the same id, while the first is kept, is dropped. */
+  id?: string | undefined;
+  startAfter?: Date | number | undefined;
+  singletonKey?: string | undefined;
+  retryLimit?: number | undefined;
+  retryDelay?: number | undefined;
+  retryBackoff?: boolean | undefined;
+  expireInSeconds?: number | undefined;
+  priority?: number | undefined;
+  /** A job that fails for good (retries used up, or expired) is copied to this queue. */
+  deadLetter?: string | undefined;
+}
+
+export interface WorkOptions {
+  /** How many jobs of this queue this instance runs at once. */
+  concurrency: number;
+  /** How often an idle worker looks for work (pg-boss's minimum is 0.5 s). */
+  pollingIntervalSeconds?: number;
+}
+
+export interface QueueOptions {
+  /** How often pg-boss's maintenance (expiring stuck jobs, archiving) runs; seconds. */
+  maintenanceIntervalSeconds?: number;
+  onError?: (error: Error) => void;
+}
+
+export interface JobQueue {
+  readonly boss: PgBoss;
+  start(): Promise<void>;
+  /** Stops fetching, waits (up to timeoutMs) for the jobs in hand, then returns. */
+  stop(timeoutMs?: number): Promise<void>;
+  /** Creates the queue if it does not exist (pg-boss 10 needs a queue before send or work). */
+  define(name: string, policy?: { retryLimit?: number; retryDelay?: number; retryBackoff?: boolean; expireInSeconds?: number; deadLetter?: string }): Promise<void>;
+  send<T extends object>(name: string, data: T, options?: SendOptions): Promise<string | null>;
+  sendMany<T extends object>(name: string, items: T[], options?: Omit<SendOptions, 'startAfter' | 'singletonKey'> & { trx?: Transaction<Database> }): Promise<void>;
+  /** Starts `concurrency` workers for the queue on this instance; returns the queue name for offWork. */
+  work<T>(name: string, options: WorkOptions, handler: JobHandler<T>): Promise<string>;
+  /** Stops this instance's workers of the queue and waits (up to timeoutMs) for their jobs in hand. */
+  offWork(name: string, timeoutMs?: number): Promise<void>;
+  schedule(name: string, cron: string, data?: object): Promise<void>;
+}
+
+export const QUEUE_SCHEMA = 'pgboss';
+// Any constant, the same in every instance (migrate.ts uses another).
+const QUEUE_INSTALL_LOCK_KEY = 727_100_002;
+
+function adapterFor(db: Kysely<Database> | Transaction<Database>, runScript?: Store['withSession']): PgBoss.Db {
+  return {
+    async executeSql(text: string, values?: unknown[]) {
+      if ((values === undefined || values.length === 0) && runScript) {
+        // A script that fails half-way (pg-boss's schema race between instances starting together)
+        // must not hand its session back inside an aborted transaction.
+        const rows = await runScript(async (run) => {
+          try {
+            return await run(text);
+          } catch (error) {
+            await run('ROLLBACK').catch(() => undefined);
+            throw error;
+          }
+        });
+        return { rows };
+      }
+      const run = async () => (await db.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as any[];
+      // Outside a transaction, a statement that finds the store away is tried again for a while:
+      // pg-boss does not await some of its calls (a worker's complete/fail), and a rejection there
+      // would be unhandled. Inside a transaction there is nothing to retry: the transaction is lost.
+      if (runScript === undefined) return { rows: await run() };
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          return { rows: await run() };
+        } catch (error) {
+          if (!isStoreUnavailable(error) || attempt >= STORE_RETRY_ATTEMPTS) throw error;
+          await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** attempt)));
+        }
+      }
+    },
+  } as PgBoss.Db;
+}
+
+/** About a minute of retries (100 ms doubling, at most 5 s apart) before a queue statement gives up. */
+const STORE_RETRY_ATTEMPTS = 16;
+
+/** The store could not be reached (a restart, a network cut). */
+export function isStoreUnavailable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : '';
+  return ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code)
+    || /Connection terminated|timeout exceeded when trying to connect|not queryable|connect ECONNREFUSED/.test(String(e?.message ?? ''));
+}
+
+export function createJobQueue(store: Store, options: QueueOptions = {}): JobQueue {
+  const boss = new PgBoss({
+    db: adapterFor(store.db, store.withSession.bind(store)),
+    schema: QUEUE_SCHEMA,
+    maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? 60,
+  });
+  boss.on('error', (error) => options.onError?.(error as Error));
+  // pg-boss installs its schema when it finds none, and creates a queue's partition when asked: two
+  // processes doing either at once on one PostgreSQL race (CREATE SCHEMA past pg-boss's own lock, a
+  // deadlock between two create_queue calls). One session holds an advisory lock while this process
+  // does it on the pool's other sessions, so a second instance waits, then finds the work done.
+  // PGlite has one session and one process: nothing to race with, and holding its only session
+  // would block the work itself.
+  async function installing(work: () => Promise<unknown>): Promise<void> {
+    if (store.kind === 'pglite') return void await work();
+    await store.withSession(async (run) => {
+      await run(`SELECT pg_advisory_lock(${QUEUE_INSTALL_LOCK_KEY})`);
+      try {
+        await work();
+      } finally {
+        await run(`SELECT pg_advisory_unlock(${QUEUE_INSTALL_LOCK_KEY})`).catch(() => undefined);
+      }
+    });
+  }
+  const defined = new Set<string>();
+  const inFlight = new Map<string, number>();
+
+  const queue: JobQueue = {
+    boss,
+    async start() { await installing(() => boss.start()); },
+    async stop(timeoutMs = 10_000) {
+      await boss.stop({ graceful: true, wait: true, close: false, timeout: Math.max(1000, timeoutMs) });
+    },
+    async define(name, policy = {}) {
+      if (defined.has(name)) return;
+      await installing(async () => {
+        if (!(await boss.getQueue(name))) await boss.createQueue(name, { name, ...policy });
+      });
+      defined.add(name);
+    },
+    async send(name, data, { trx, id, startAfter, singletonKey, retryLimit, retryDelay, retryBackoff, expireInSeconds, priority, deadLetter } = {}) {
+      const sendOptions: PgBoss.SendOptions = {};
+      if (trx) sendOptions.db = adapterFor(trx);
+      if (id !== undefined) sendOptions.id = id;
+      if (startAfter !== undefined) sendOptions.startAfter = startAfter instanceof Date ? startAfter : startAfter;
+      if (singletonKey !== undefined) sendOptions.singletonKey = singletonKey;
+      if (retryLimit !== undefined) sendOptions.retryLimit = retryLimit;
+      if (retryDelay !== undefined) sendOptions.retryDelay = retryDelay;
+      if (retryBackoff !== undefined) sendOptions.retryBackoff = retryBackoff;
+      if (expireInSeconds !== undefined) sendOptions.expireInSeconds = expireInSeconds;
+      if (priority !== undefined) sendOptions.priority = priority;
+      if (deadLetter !== undefined) sendOptions.deadLetter = deadLetter;
+      return boss.send(name, data, sendOptions);
+    },
+    async sendMany(name, items, { trx, ...rest } = {}) {
+      if (items.length === 0) return;
+      const jobs: PgBoss.JobInsert[] = items.map((data) => ({
+        name, data,
+        ...(rest.retryLimit !== undefined ? { retryLimit: rest.retryLimit } : {}),
+        ...(rest.retryDelay !== undefined ? { retryDelay: rest.retryDelay } : {}),
+        ...(rest.retryBackoff !== undefined ? { retryBackoff: rest.retryBackoff } : {}),
+        ...(rest.expireInSeconds !== undefined ? { expireInSeconds: rest.expireInSeconds } : {}),
+        ...(rest.priority !== undefined ? { priority: rest.priority } : {}),
+        ...(rest.deadLetter !== undefined ? { deadLetter: rest.deadLetter } : {}),
+      }));
+      await boss.insert(jobs, trx ? { db: adapterFor(trx) } : {});
+    },
+    async work(name, { concurrency, pollingIntervalSeconds = 1 }, handler) {
+      // pg-boss 10 runs one job at a time per worker; concurrency is that many workers.
+      for (let i = 0; i < concurrency; i += 1) {
+        await boss.work<any>(name, { batchSize: 1, pollingIntervalSeconds, includeMetadata: true }, async ([job]) => {
+          if (!job) return;
+          inFlight.set(name, (inFlight.get(name) ?? 0) + 1);
+          try {
+            await handler({ id: job.id, data: job.data, retryCount: job.retryCount, retryLimit: job.retryLimit });
+          } finally {
+            inFlight.set(name, (inFlight.get(name) ?? 1) - 1);
+          }
+        });
+      }
+      return name;
+    },
+    async offWork(name, timeoutMs = 10_000) {
+      await boss.offWork(name);
+      const until = Date.now() + timeoutMs;
+      while ((inFlight.get(name) ?? 0) > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+    },
+    async schedule(name, cron, data = {}) {
+      await boss.schedule(name, cron, data, { tz: 'UTC' });
+    },
+  };
+  return queue;
+}

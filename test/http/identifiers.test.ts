@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { PROCESS_URL, STAGE_URL } from '../support/imports.ts';
+import { accountPayload } from '../support/payloads.ts';
+import { buildTestApp, call, createTenant } from '../support/test-app.ts';
+
+// Identifiers that appear in URL paths (D5, issue #14): `.` and `..` are refused as `/` is (an HTTP
+// client resolves them, so the account's status URL would name another path), and Unicode format
+// characters (category Cf) as control characters are.
+const t = await buildTestApp();
+const tenant = await createTenant(t);
+const VALIDATE_URL = '/v1/data-import/validate-account/';
+const INVALID = { code: 'invalid', detail: 'This value has an invalid format.' };
+
+const REFUSED: Array<[string, string]> = [
+  ['a single dot', '.'],
+  ['two dots', '..'],
+  ['a zero-width space', 'EXT\u200b1'],
+  ['a right-to-left override', '\u202eEXT1'],
+  ['a byte order mark', '\ufeffEXT1'],
+  ['a soft hyphen', 'EXT\u00ad1'],
+];
+
+describe('identifiers that appear in URL paths', () => {
+  for (const [name, value] of REFUSED) {
+    test(`external_account_number with ${name} is invalid at validate and stage`, async () => {
+      const body = accountPayload(tenant.supplier, { external_account_number: value });
+      for (const url of [VALIDATE_URL, STAGE_URL]) {
+        const res = await call(t.app, 'POST', url, { token: tenant.token, body });
+        assert.equal(res.status, 400, res.body);
+        assert.deepEqual(res.json, {
+          detail: 'The account data failed validation.', code: 'account_failed_validation',
+          errors: [{ ...INVALID, attr: 'external_account_number' }],
+        });
+      }
+    });
+  }
+
+  test('process: a supplier code or account number of dots is invalid', async () => {
+    const res = await call(t.app, 'POST', PROCESS_URL, {
+      token: tenant.token, body: { import_supplier_code: '..', external_account_number: '.', operations_team_name: tenant.team },
+    });
+    assert.equal(res.status, 400, res.body);
+    assert.deepEqual(res.json, {
+      detail: 'The request failed validation.', code: 'invalid',
+      errors: [{ ...INVALID, attr: 'import_supplier_code' }, { ...INVALID, attr: 'external_account_number' }],
+    });
+  });
+
+  test('dots inside a longer identifier are fine: "...", ".a", "a..b"', async () => {
+    for (const value of ['...', '.a', 'a..b']) {
+      const res = await call(t.app, 'POST', VALIDATE_URL, { token: tenant.token, body: accountPayload(tenant.supplier, { external_account_number: value }) });
+      assert.equal(res.status, 200, `${value}: ${res.body}`);
+    }
+  });
+});

@@ -1,0 +1,329 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { after, describe, test } from 'node:test';
+import { migrate } from '../../src/db/migrate.ts';
+import { openStore } from '../../src/db/store.ts';
+import * as admin from '../../src/modules/admin/admin.service.ts';
+import { runImportMigrate } from '../../src/cli/migrate/import-migrate.ts';
+import { migrationRecord, writeMigrationFile } from '../support/migration-file.ts';
+import { request, startServer } from '../support/server-process.ts';
+import { unique } from '../support/test-app.ts';
+
+// import-migrate (D12) end to end: the real service as a child process on this run's store (a
+// temporary embedded DATA_DIR, or DATABASE_URL), and the client spawned as users run it (the bin).
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'import-migrate-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const dataDir = join(dir, 'data');
+
+// The tenant is made before the server starts: the embedded store serves one process at a time.
+const tenant = { org: unique('org'), supplier: unique('SUP'), team: unique('team'), apiKey: '' };
+{
+  const store = await openStore({ databaseUrl: process.env.DATABASE_URL || undefined, dataDir, poolSize: 1 });
+  await migrate(store);
+  tenant.apiKey = (await admin.createOrganisation(store.db, tenant.org)).api_key;
+  await admin.createSupplier(store.db, tenant.supplier, tenant.org);
+  await admin.createTeam(store.db, tenant.team);
+  await store.close();
+}
+const server = await startServer({
+  DATABASE_URL: process.env.DATABASE_URL ?? '', DATA_DIR: dataDir, WORKER_CONCURRENCY: '3',
+}, 180_000);
+after(() => server.stop());
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const BASE = '/v1/data-import/migration-jobs/';
+/** Jobs one test makes for the next (tests of a file run in order). */
+const made = { mixedJob: '' };
+
+interface Run { status: number | null; stdout: string; stderr: string }
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['bin/import-migrate.js', ...args], {
+      cwd: ROOT, timeout: 90_000,
+      env: {
+        ...process.env, IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_POLL_MS: '250', IMPORT_MIGRATE_PROGRESS_MS: '60000',
+        IMPORT_MIGRATE_RETRY_DELAY_MS: '50', ...env,
+      },
+    }, (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }));
+  });
+}
+const migrateCli = (...args: string[]) => cli([...args, '--url', server.url]);
+
+async function token(): Promise<string> {
+  const res = await request(server.url, 'POST', '/graphql', {
+    body: { query: `mutation { obtainToken(input: {APIKey: "${tenant.apiKey}"}) { token } }` },
+  });
+  return res.json.data.obtainToken.token;
+}
+
+/** A file of `lines` records; every third one fails (invalid mobile) when `failing`. */
+async function file(name: string, lines: number, failing = false): Promise<{ path: string; lines: string[] }> {
+  const path = join(dir, name);
+  return { path, lines: await writeMigrationFile(path, { supplier: tenant.supplier, lines, failEvery: failing ? 3 : undefined }) };
+}
+
+const externalOf = (line: string): string => JSON.parse(line).account.external_account_number;
+const PHONE_ERROR = {
+  code: 'invalid_phone_number', attr: 'account.customers.0.mobile', detail: 'Enter a valid phone number in international format with a leading +.',
+};
+
+describe('import-migrate run', () => {
+  test('good and failing records: exit 1, the summary, the failures file with the failed results', async () => {
+    const { path, lines } = await file('mixed.ndjson', 6, true);
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team);
+    assert.equal(run.status, 1, run.stderr);
+    const id = new RegExp(`^Job (${UUID}) `).exec(run.stdout)?.[1];
+    assert.ok(id, run.stdout);
+    const failures = `${path}.${id}.failed.ndjson`;
+    assert.equal(run.stdout.replace(/ in \d+s/, ' in Ns'), [
+      `Job ${id} completed in Ns`,
+      '  succeeded  4', '  skipped    0', '  failed     2', '  cancelled  0', '  total      6',
+      'Errors: invalid_phone_number 2',
+      `Failed records: ${failures}`,
+      '',
+    ].join('\n'));
+    const stderr = run.stderr.split('\n');
+    assert.equal(stderr[0], `created job ${id} for supplier ${tenant.supplier}`);
+    assert.ok(stderr.includes(`uploaded 6 records (${(statSync(path).size / 1024).toFixed(1)} KiB)`), run.stderr);
+    assert.match(run.stderr, new RegExp(`\\njob ${id} completed: 6/6 done \\(100%\\), 2 failed, \\d+/min; top errors: invalid_phone_number 2\\n$`));
+
+    const written = readFileSync(failures, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(written.map((r) => ({ ...r, finished_at: 'AT' })), [3, 6].map((line) => ({
+      line, external_account_number: externalOf(lines[line - 1]!), outcome: 'failed', step: 'account', created: null,
+      service_account_number: null, dry_run: false, errors: [PHONE_ERROR], finished_at: 'AT',
+    })));
+    made.mixedJob = id!;
+  });
+
+  test('--json: one JSON object with the job, the upload and the failures file; --dry-run reaches the job', async () => {
+    const { path } = await file('good.ndjson', 3);
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--dry-run', '--json');
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stdout, /^\{.*\}\n$/);
+    const out = JSON.parse(run.stdout);
+    assert.match(out.job.id, new RegExp(`^${UUID}$`));
+    assert.deepEqual({ ...out, job: { ...out.job, id: 'ID', created_at: 'T', started_at: 'T', finished_at: 'T', records_per_minute: 0 } }, {
+      job: {
+        id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: true, state: 'completed',
+        not_before: null, not_after: null, created_at: 'T', started_at: 'T', finished_at: 'T',
+        counts: { total: 3, pending: 0, running: 0, succeeded: 3, skipped: 0, failed: 0, cancelled: 0 },
+        errors_by_code: [], records_per_minute: 0, eta_seconds: null,
+      },
+      upload: { received: 3, total_records: 3, skipped: 0 },
+      failures_file: null,
+    });
+  });
+
+  test('a .ndjson.gz file is uploaded compressed and read whole', async () => {
+    const { path, lines } = await file('book.ndjson', 4, true);
+    writeFileSync(`${path}.gz`, gzipSync(readFileSync(path)));
+    const run = await migrateCli('run', `${path}.gz`, '--supplier', tenant.supplier, '--team', tenant.team, '--json');
+    assert.equal(run.status, 1, run.stderr);
+    const out = JSON.parse(run.stdout);
+    assert.deepEqual(out.job.counts, { total: 4, pending: 0, running: 0, succeeded: 3, skipped: 0, failed: 1, cancelled: 0 });
+    assert.equal(out.failures_file, `${path}.gz.${out.job.id}.failed.ndjson`);
+    const failed = readFileSync(out.failures_file, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(failed.map((r) => [r.line, r.external_account_number]), [[3, externalOf(lines[2]!)]]);
+  });
+
+  test('--resume uploads only the lines after the job\'s counts.total, each line once', async () => {
+    const records = Array.from({ length: 5 }, () => JSON.stringify(migrationRecord(tenant.supplier, false)));
+    // Blank lines do not count as records: the skip must count them the way the service does.
+    const text = `${records[0]}\n\n${records[1]}\n \r\n${records[2]}\n${records[3]}\n\n${records[4]}`;
+    const path = join(dir, 'resume.ndjson');
+    writeFileSync(path, text);
+    const auth = { authorization: `Token ${await token()}` };
+    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    assert.equal(created.status, 201, created.text);
+    const id = created.json.id as string;
+    const first = await fetch(`${server.url}${BASE}${id}/records/`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: text.split('\n').slice(0, 3).join('\n'),
+    });
+    assert.deepEqual(await first.json(), { received: 2, total_records: 2 });
+
+    const run = await migrateCli('run', path, '--resume', id, '--json');
+    assert.equal(run.status, 0, run.stderr);
+    const out = JSON.parse(run.stdout);
+    assert.deepEqual(out.upload, { received: 3, total_records: 5, skipped: 2 });
+    assert.deepEqual(out.job.counts, { total: 5, pending: 0, running: 0, succeeded: 5, skipped: 0, failed: 0, cancelled: 0 });
+    const results = await fetch(`${server.url}${BASE}${id}/records/`, { headers: auth });
+    const numbers = (await results.text()).trimEnd().split('\n').map((l) => JSON.parse(l)).map((r) => [r.line, r.external_account_number, r.outcome]);
+    assert.deepEqual(numbers, records.map((r, i) => [i + 1, externalOf(r), 'succeeded']));
+
+    // The job is completed and has every line: resuming again uploads nothing and only reports.
+    const again = await migrateCli('run', path, '--resume', id, '--json');
+    assert.equal(again.status, 0, again.stderr);
+    assert.equal(JSON.parse(again.stdout).upload, undefined);
+  });
+
+  test('--resume of a started job that lacks lines of the file is refused (exit 1)', async () => {
+    const { path } = await file('longer.ndjson', 3);
+    const auth = { authorization: `Token ${await token()}` };
+    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    await fetch(`${server.url}${BASE}${id}/records/`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: readFileSync(path, 'utf8').split('\n')[0],
+    });
+    await request(server.url, 'POST', `${BASE}${id}/start/`, { headers: auth });
+    const run = await migrateCli('run', path, '--resume', id);
+    assert.equal(run.status, 1);
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, new RegExp(`^import-migrate: job ${id} is (queued|running|completed) with 1 of the 3 records of ${path.replace(/[.]/g, '\\.')}; `
+      + 'it takes no more records: upload the rest in a new job\\n$'));
+  });
+});
+
+describe('import-migrate job commands', () => {
+  test('status, results (NDJSON and --csv), jobs', async () => {
+    const id = made.mixedJob;
+    assert.ok(id, 'the run test made the job');
+    const status = await migrateCli('status', id);
+    assert.equal(status.status, 0);
+    assert.equal(status.stdout.replace(/ in \d+s/, ' in Ns'), [
+      `Job ${id} completed in Ns`, '  succeeded  4', '  skipped    0', '  failed     2', '  cancelled  0', '  total      6',
+      'Errors: invalid_phone_number 2', '',
+    ].join('\n'));
+
+    const csv = await migrateCli('results', id, '--csv', '--outcome', 'failed');
+    assert.equal(csv.status, 0, csv.stderr);
+    const rows = csv.stdout.trimEnd().split('\r\n');
+    assert.equal(rows[0], 'line,external_account_number,outcome,step,service_account_number,error_code,error_attr,error_detail,error_count');
+    assert.deepEqual(rows.slice(1).map((r) => r.replace(/EXT-\w+/, 'EXT')), [3, 6].map((line) =>
+      `${line},EXT,failed,account,,invalid_phone_number,account.customers.0.mobile,${PHONE_ERROR.detail},1`));
+
+    const ndjson = await migrateCli('results', id);
+    assert.deepEqual(ndjson.stdout.trimEnd().split('\n').map((l) => JSON.parse(l)).map((r) => [r.line, r.outcome]),
+      [[1, 'succeeded'], [2, 'succeeded'], [3, 'failed'], [4, 'succeeded'], [5, 'succeeded'], [6, 'failed']]);
+
+    const jobs = await migrateCli('jobs', '--supplier', tenant.supplier, '--json');
+    assert.equal(jobs.status, 0);
+    const listed = JSON.parse(jobs.stdout).jobs as Array<{ id: string; import_supplier: string }>;
+    assert.ok(listed.some((j) => j.id === id));
+    assert.deepEqual([...new Set(listed.map((j) => j.import_supplier))], [tenant.supplier]);
+    const table = await migrateCli('jobs', '--supplier', tenant.supplier);
+    assert.equal(table.stdout.split('\n')[0], 'id                                    state      created_at            total  failed');
+    assert.match(table.stdout, new RegExp(`\\n${id}  completed  \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ      6       2\\n`));
+  });
+
+  test('cancel of a finished job is refused (exit 1); retry queues the failed records, watch follows them', async () => {
+    const id = made.mixedJob;
+    const cancel = await migrateCli('cancel', id);
+    assert.deepEqual(cancel, { status: 1, stdout: '', stderr: `import-migrate: Migration job "${id}" is already completed. (migration_job_finished, HTTP 400)\n` });
+    const retry = await migrateCli('retry', id);
+    assert.equal(retry.status, 0, retry.stderr);
+    assert.equal(retry.stdout, `Job ${id} is queued: 2 records to run again.\nFollow it with: import-migrate watch ${id}\n`);
+    const watch = await migrateCli('watch', id, '--json');
+    assert.equal(watch.status, 1);
+    const out = JSON.parse(watch.stdout);
+    assert.deepEqual([out.job.state, out.job.counts.failed, out.failures_file], ['completed', 2, null]);
+  });
+
+  test('cancel of a scheduled job', async () => {
+    const auth = { authorization: `Token ${await token()}` };
+    const created = await request(server.url, 'POST', BASE, {
+      headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, not_before: '2099-01-01T00:00:00Z' },
+    });
+    const id = created.json.id as string;
+    await fetch(`${server.url}${BASE}${id}/records/`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: JSON.stringify(migrationRecord(tenant.supplier, false)),
+    });
+    assert.equal((await request(server.url, 'POST', `${BASE}${id}/start/`, { headers: auth })).json.state, 'scheduled');
+    const cancel = await migrateCli('cancel', id, '--json');
+    assert.equal(cancel.status, 0, cancel.stderr);
+    const job = JSON.parse(cancel.stdout);
+    assert.deepEqual([job.id, job.state, job.counts.cancelled], [id, 'cancelled', 1]);
+  });
+
+  test('Ctrl-C while watching leaves the job as it is and says how to re-attach (exit 130)', async () => {
+    const { path } = await file('later.ndjson', 2);
+    const child = spawn(process.execPath, ['bin/import-migrate.js', 'run', path, '--supplier', tenant.supplier, '--team', tenant.team,
+      '--not-before', '2099-01-01T00:00:00Z', '--url', server.url], { cwd: ROOT, env: { ...process.env, IMPORT_API_KEY: tenant.apiKey } });
+    let stderr = '';
+    let stdout = '';
+    let interrupted = false;
+    child.stdout.on('data', (chunk) => { stdout += chunk; });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      if (!interrupted && / scheduled: /.test(stderr)) interrupted = child.kill('SIGINT');
+    });
+    const [status] = await once(child, 'exit');
+    assert.equal(status, 130, stderr);
+    assert.equal(stdout, '');
+    const id = /^created job (\S+) /.exec(stderr)![1]!;
+    assert.ok(stderr.endsWith(`\nStopped watching. Job ${id} goes on running on the service.\nRe-attach with: import-migrate watch ${id}\n`), stderr);
+    const job = await request(server.url, 'GET', `${BASE}${id}/`, { token: await token() });
+    assert.deepEqual([job.json.state, job.json.counts.pending], ['scheduled', 2]);
+  });
+
+  test('an unknown job: exit 1 with the service\'s reason', async () => {
+    const run = await migrateCli('status', '00000000-0000-4000-8000-000000000000');
+    assert.deepEqual(run, { status: 1, stdout: '', stderr: 'import-migrate: No migration job "00000000-0000-4000-8000-000000000000". (not_found, HTTP 404)\n' });
+  });
+});
+
+describe('import-migrate exit 2', () => {
+  const usage = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T]; import-migrate run FILE --resume JOB';
+  for (const [args, reason] of [
+    [['bogus'], 'unknown command "bogus"; run import-migrate --help'],
+    [[], 'no command given; run import-migrate --help'],
+    [['run', 'x.ndjson', '--supplier', 'S'], `give --supplier and --team, or --resume JOB; ${usage}`],
+    [['run', 'x.ndjson', '--resume', 'J', '--team', 'T'], `--resume takes no --team: the job has them; ${usage}`],
+    [['status'], 'missing JOB; usage: import-migrate status JOB'],
+    [['results', 'J', '--csv', '--json'], 'give --csv or --json, not both; usage: import-migrate results JOB [--outcome O] [--csv]'],
+    [['status', 'J', '--outcome', 'failed'], '--outcome does not apply to status; usage: import-migrate status JOB'],
+    [['status', 'J', '--frobnicate'], 'Unknown option \'--frobnicate\'; run import-migrate --help'],
+  ] as Array<[string[], string]>) {
+    test(`usage error: ${args.join(' ') || '(nothing)'}`, async () => {
+      assert.deepEqual(await inProcess([...args, '--url', server.url]), { status: 2, stdout: '', stderr: `import-migrate: ${reason}\n` });
+    });
+  }
+
+  test('no API key', async () => {
+    assert.deepEqual(await inProcess(['status', 'J'], {}), {
+      status: 2, stdout: '', stderr: 'import-migrate: give --api-key KEY or set IMPORT_API_KEY; usage: import-migrate status JOB\n',
+    });
+  });
+
+  test('the bin exits 2 on a usage error', async () => {
+    assert.deepEqual(await cli(['run']), { status: 2, stdout: '', stderr: `import-migrate: missing FILE; ${usage}\n` });
+  });
+
+  test('the service cannot be reached', async () => {
+    const port = await freePort();
+    const run = await cli(['status', 'J', '--url', `http://127.0.0.1:${port}`]);
+    assert.deepEqual(run, { status: 2, stdout: '', stderr: `import-migrate: cannot reach the service at http://127.0.0.1:${port}: ECONNREFUSED\n` });
+  });
+
+  test('a wrong API key is refused (exit 1)', async () => {
+    const run = await cli(['status', 'J', '--url', server.url, '--api-key', 'ak_000000000000.nope']);
+    assert.equal(run.status, 1);
+    assert.match(run.stderr, /^import-migrate: cannot obtain a token: [^\n]+ \(authentication_failed, HTTP 200\)\n$/);
+  });
+});
+
+/** Usage errors need no service and no spawn: the same entry point, called in this process. */
+async function inProcess(args: string[], env: Record<string, string> = { IMPORT_API_KEY: tenant.apiKey }): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const status = await runImportMigrate(args, {
+    env, out: (text) => { stdout += text; }, err: (text) => { stderr += text; }, tty: null, stdout: process.stdout,
+  });
+  return { status, stdout, stderr };
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}

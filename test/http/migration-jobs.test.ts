@@ -1,0 +1,389 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { sql } from 'kysely';
+import * as admin from '../../src/modules/admin/admin.service.ts';
+import { startFakeVendor } from '../support/fake-vendor.ts';
+import { waitUntil } from '../support/imports.ts';
+import { accountPayload } from '../support/payloads.ts';
+import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
+
+// Migration jobs (D11) over HTTP, with the queue workers of this process running the records.
+const t = await buildTestApp({ WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0', JOB_PAUSE_RECHECK_SECONDS: '1' });
+const db = t.store.db;
+const vendor = await startFakeVendor();
+const BASE = '/v1/data-import/migration-jobs/';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+const ZERO = { total: 0, pending: 0, running: 0, succeeded: 0, skipped: 0, failed: 0, cancelled: 0 };
+
+async function newJob(tenant: Tenant, extra: Record<string, unknown> = {}) {
+  const res = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, ...extra } });
+  assert.equal(res.status, 201, res.body);
+  return res.json as { id: string; state: string };
+}
+
+async function upload(tenant: Tenant, id: string, lines: Array<string | object>, headers: Record<string, string> = {}, gzip = false) {
+  const text = lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n');
+  const res = await t.app.inject({
+    method: 'POST', url: `${BASE}${id}/records/`, payload: gzip ? gzipSync(text) : text,
+    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson', ...(gzip ? { 'content-encoding': 'gzip' } : {}), ...headers },
+  });
+  return { status: res.statusCode, json: res.json() };
+}
+
+const action = (tenant: Tenant, id: string, name: 'start' | 'cancel' | 'retry') => call(t.app, 'POST', `${BASE}${id}/${name}/`, { token: tenant.token });
+const getJob = async (tenant: Tenant, id: string) => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json;
+
+async function results(tenant: Tenant, id: string, query = '', accept?: string) {
+  const res = await t.app.inject({ method: 'GET', url: `${BASE}${id}/records/${query}`, headers: { authorization: `Token ${tenant.token}`, ...(accept ? { accept } : {}) } });
+  return { status: res.statusCode, type: res.headers['content-type'], body: res.body, lines: res.body.split('\n').filter(Boolean) };
+}
+async function resultsOf(tenant: Tenant, id: string, query = '') {
+  return (await results(tenant, id, query)).lines.map((l) => JSON.parse(l));
+}
+
+async function finished(tenant: Tenant, id: string, state = 'completed', timeoutMs = 60_000) {
+  await waitUntil(async () => (await getJob(tenant, id)).state === state, `job ${id} is ${state}`, timeoutMs);
+  return getJob(tenant, id);
+}
+
+const statement = (id: string, from: string, to: string) => ({
+  bill_period_from_date: from, bill_period_to_date: to, statement_id: id, issued_date: to, number: `No-${id}`, gross_amount: 120.5,
+});
+const charge = (id: string, extra: Record<string, unknown> = {}) =>
+  ({ transaction_id: id, transaction_date: '2024-03-01', amount: 12.3, type: 'CHARGE', reason: 'IMPORTED_CHARGE', ...extra });
+
+/** The job's end events (D13), read from the table (the feed is tested in events.test.ts). */
+async function jobEvents(id: string) {
+  const { rows } = await sql<{ type: string; external_account_number: string | null; data: any }>`
+    SELECT type, external_account_number, data FROM events WHERE type LIKE 'migration_job.%' AND data->>'job_id' = ${id} ORDER BY id`.execute(db);
+  return rows;
+}
+
+async function createVendor(): Promise<string> {
+  const code = unique('VEND');
+  await admin.createVendor(db, code, { kind: 'http', url: vendor.url, timeoutMs: 2000 });
+  return code;
+}
+
+async function rowsOf(table: 'notes' | 'transactions' | 'statements' | 'payment_instructions', number: string): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)} x JOIN accounts a ON a.id = x.account_id WHERE a.number = ${number}`.execute(db);
+  return rows[0]!.n;
+}
+
+describe('POST migration-jobs/', () => {
+  test('201 an open job with zero counts', async () => {
+    const tenant = await createTenant(t);
+    const res = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    assert.equal(res.status, 201);
+    assert.match(res.json.id, UUID);
+    assert.match(res.json.created_at, UTC);
+    assert.deepEqual({ ...res.json, id: 'ID', created_at: 'AT' }, {
+      id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: false, state: 'open',
+      not_before: null, not_after: null, created_at: 'AT', started_at: null, finished_at: null,
+      counts: ZERO, errors_by_code: [], records_per_minute: 0, eta_seconds: null,
+    });
+  });
+
+  test('400s: body rules, unknown or foreign supplier, complete supplier, unknown team', async () => {
+    const tenant = await createTenant(t);
+    const other = await createTenant(t);
+    const post = (body: unknown) => call(t.app, 'POST', BASE, { token: tenant.token, body });
+    assert.deepEqual((await post({ import_supplier: tenant.supplier })).json, {
+      detail: 'The request failed validation.', code: 'invalid',
+      errors: [{ code: 'required', attr: 'operations_team_name', detail: 'This field is required.' }],
+    });
+    assert.deepEqual((await post({ import_supplier: other.supplier, operations_team_name: tenant.team })).json, {
+      detail: `No import supplier with code "${other.supplier}".`, code: 'import_supplier_not_found',
+      errors: [{ detail: `No import supplier with code "${other.supplier}".`, code: 'import_supplier_not_found', attr: 'import_supplier' }],
+    });
+    assert.deepEqual((await post({ import_supplier: tenant.supplier, operations_team_name: 'no-such-team' })).json, {
+      detail: 'No operations team named "no-such-team".', code: 'operations_team_not_found',
+      errors: [{ detail: 'No operations team named "no-such-team".', code: 'operations_team_not_found', attr: 'operations_team_name' }],
+    });
+    const res = await post({ import_supplier: tenant.supplier, operations_team_name: tenant.team, not_before: '2030-01-02T00:00:00Z', not_after: '2030-01-01T00:00:00Z' });
+    assert.deepEqual(res.json, { detail: 'The request failed validation.', code: 'invalid', errors: [{ code: 'invalid_date_range', attr: 'not_after', detail: 'not_after must be after not_before.' }] });
+    await admin.setSupplier(db, tenant.supplier, { status: 'complete' });
+    assert.deepEqual((await post({ import_supplier: tenant.supplier, operations_team_name: tenant.team })).json, {
+      detail: `Import supplier "${tenant.supplier}" is complete.`, code: 'import_supplier_complete',
+      errors: [{ detail: `Import supplier "${tenant.supplier}" is complete.`, code: 'import_supplier_complete', attr: 'import_supplier' }],
+    });
+  });
+});
+
+describe('POST migration-jobs/<id>/records/', () => {
+  test('lines are numbered across uploads; blank lines skipped; bad lines and duplicates fail at once', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    const a = accountPayload(tenant.supplier);
+    const b = accountPayload(tenant.supplier);
+    assert.deepEqual(await upload(tenant, job.id, [{ account: a }, '', '   ', 'not json', '[1,2]']), { status: 200, json: { received: 3, total_records: 3 } });
+    assert.deepEqual(await upload(tenant, job.id, [{ account: b }, { account: a }, { account: b, extra: 1 }, { notes: [] }], {}, true),
+      { status: 200, json: { received: 4, total_records: 7 } });
+    const lines = await resultsOf(tenant, job.id);
+    const base = { created: null, service_account_number: null, dry_run: false };
+    assert.deepEqual(lines.map((l) => ({ ...l, finished_at: l.finished_at && 'AT' })), [
+      { line: 1, external_account_number: a.external_account_number, outcome: 'pending', step: null, ...base, errors: [], finished_at: null },
+      { line: 2, external_account_number: null, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not valid JSON.' }], finished_at: 'AT' },
+      { line: 3, external_account_number: null, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not a JSON object.' }], finished_at: 'AT' },
+      { line: 4, external_account_number: b.external_account_number, outcome: 'pending', step: null, ...base, errors: [], finished_at: null },
+      { line: 5, external_account_number: a.external_account_number, outcome: 'failed', step: 'account', ...base, errors: [{ code: 'duplicate', attr: 'account.external_account_number', detail: `Account "${a.external_account_number}" appears on an earlier line of this job.` }], finished_at: 'AT' },
+      { line: 6, external_account_number: b.external_account_number, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'unknown_field', attr: 'extra', detail: 'This field is not part of the documented payload and must not be sent.' }], finished_at: 'AT' },
+      { line: 7, external_account_number: null, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'required', attr: 'account', detail: 'This field is required.' }], finished_at: 'AT' },
+    ]);
+    assert.deepEqual((await getJob(tenant, job.id)).counts, { ...ZERO, total: 7, pending: 2, failed: 5 });
+  });
+
+  test('a line longer than BODY_LIMIT_BYTES is payload_too_large at parse; the upload goes on', async () => {
+    const small = await buildTestApp({ BODY_LIMIT_BYTES: '2048' });
+    const tenant = await createTenant(small);
+    const created = await call(small.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const long = JSON.stringify({ account: { ...accountPayload(tenant.supplier), padding: 'x'.repeat(3000) } });
+    const short = JSON.stringify({ account: { external_account_number: 'E-1' } });
+    const res = await small.app.inject({ method: 'POST', url: `${BASE}${created.json.id}/records/`, payload: `${long}\n${short}\n`,
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+    assert.deepEqual(res.json(), { received: 2, total_records: 2 });
+    const lines = (await small.app.inject({ method: 'GET', url: `${BASE}${created.json.id}/records/?outcome=failed`, headers: { authorization: `Token ${tenant.token}` } })).body.trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((l) => [l.line, l.step, l.errors]), [[1, 'parse', [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${long.length} bytes; a record is at most BODY_LIMIT_BYTES.` }]]]);
+  });
+
+  test('JOB_MAX_RECORDS: more is migration_job_too_large, and the records before it are kept', async () => {
+    const small = await buildTestApp({ JOB_MAX_RECORDS: '3' });
+    const tenant = await createTenant(small);
+    const created = await call(small.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const body = [1, 2, 3, 4, 5].map(() => JSON.stringify({ account: accountPayload(tenant.supplier) })).join('\n');
+    const res = await small.app.inject({ method: 'POST', url: `${BASE}${created.json.id}/records/`, payload: body,
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+    assert.equal(res.statusCode, 400);
+    assert.deepEqual(res.json(), { detail: 'A job holds at most 3 records; the first 3 are kept.', code: 'migration_job_too_large', received: 3, total_records: 3 });
+  });
+
+  test('415 for another content type, 404 for an unknown or foreign job, 400 once the job is not open', async () => {
+    const tenant = await createTenant(t);
+    const other = await createTenant(t);
+    const job = await newJob(tenant);
+    const json = await t.app.inject({ method: 'POST', url: `${BASE}${job.id}/records/`, payload: { account: {} }, headers: { authorization: `Token ${tenant.token}` } });
+    assert.equal(json.statusCode, 415);
+    assert.deepEqual(json.json(), { detail: 'Upload records as application/x-ndjson, one record per line.', code: 'unsupported_media_type' });
+    const notFound = { detail: `No migration job "${job.id}".`, code: 'not_found' };
+    assert.deepEqual(await upload(other, job.id, [{ account: accountPayload(other.supplier) }]), { status: 404, json: notFound });
+    assert.deepEqual(await upload(tenant, 'nope', ['{}']), { status: 404, json: { detail: 'No migration job "nope".', code: 'not_found' } });
+    await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier) }]);
+    assert.equal((await action(tenant, job.id, 'cancel')).status, 200);
+    assert.deepEqual(await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier) }]), {
+      status: 400, json: { detail: `Migration job "${job.id}" is cancelled: records can only be added while it is open.`, code: 'migration_job_not_open' },
+    });
+  });
+});
+
+describe('running a job', () => {
+  test('a mixed job reports each record precisely: good records, each failing step, unparsable lines', async () => {
+    const tenant = await createTenant(t);
+    const vendorCode = await createVendor();
+    vendor.set('PI-GOOD', 'found');
+    const good = accountPayload(tenant.supplier);
+    const badPhone = accountPayload(tenant.supplier);
+    badPhone.customers[0]!.mobile = '12';
+    const badStatement = accountPayload(tenant.supplier);
+    const badTransaction = accountPayload(tenant.supplier);
+    const badNote = accountPayload(tenant.supplier);
+    const badInstruction = accountPayload(tenant.supplier);
+    const skipped = accountPayload(tenant.supplier);
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, [
+      { account: good, statements: [statement('S-1', '2024-01-01', '2024-01-31')], transactions: [charge('T-1'), charge('T-2')],
+        notes: [{ body: 'Moved over' }], payment_instruction: { vendor: vendorCode, reference: 'PI-GOOD', type: 'CARD' } },
+      { account: badPhone },
+      { account: badStatement, statements: [statement('S-1', '2024-01-01', '2024-01-31'), statement('S-2', '2024-01-15', '2024-02-15')] },
+      { account: badTransaction, transactions: [charge('T-1'), charge('T-2', { amount: 'lots' })] },
+      { account: badNote, notes: [{ body: 'ok' }, { is_pinned: true }] },
+      { account: badInstruction, payment_instruction: { vendor: 'NO-SUCH-VENDOR', reference: 'R', type: 'CARD' } },
+      '{"account": ',
+      { account: skipped },
+    ]);
+    // Staged and marked to skip before the job runs: that record is skipped.
+    await call(t.app, 'POST', '/v1/data-import/account-import-process/create-or-update/', { token: tenant.token, body: skipped });
+    await admin.skipAccount(db, tenant.supplier, skipped.external_account_number);
+    assert.equal((await action(tenant, job.id, 'start')).json.state, 'queued');
+    const done = await finished(tenant, job.id);
+    assert.deepEqual(done.counts, { total: 8, pending: 0, running: 0, succeeded: 1, skipped: 1, failed: 6, cancelled: 0 });
+    assert.match(done.started_at, UTC);
+    assert.match(done.finished_at, UTC);
+    assert.equal(done.eta_seconds, null);
+
+    const lines = await resultsOf(tenant, job.id);
+    const view = lines.map((l) => [l.line, l.outcome, l.step, l.created, l.errors.map((e: any) => [e.code, e.attr])]);
+    assert.deepEqual(view, [
+      [1, 'succeeded', null, true, []],
+      [2, 'failed', 'account', null, [['invalid_phone_number', 'account.customers.0.mobile']]],
+      [3, 'failed', 'statements', true, [['statement_period_overlap', 'statements.1.bill_period_from_date']]],
+      [4, 'failed', 'transactions', true, [['invalid', 'transactions.1.amount']]],
+      [5, 'failed', 'notes', true, [['required', 'notes.1']]],
+      [6, 'failed', 'payment_instruction', true, [['payment_vendor_not_found', 'payment_instruction.vendor']]],
+      [7, 'failed', 'parse', null, [['parse_error', 'non_field_errors']]],
+      [8, 'skipped', null, null, []],
+    ]);
+    assert.match(lines[0].service_account_number, /^A-/);
+    assert.equal(await rowsOf('statements', lines[0].service_account_number), 1);
+    assert.equal(await rowsOf('transactions', lines[0].service_account_number), 2);
+    assert.equal(await rowsOf('notes', lines[0].service_account_number), good.notes!.length + 1, 'the account\'s own notes and the record\'s');
+    assert.equal(await rowsOf('payment_instructions', lines[0].service_account_number), 1);
+    assert.deepEqual(done.errors_by_code, ['invalid', 'invalid_phone_number', 'parse_error', 'payment_vendor_not_found', 'required',
+      'statement_period_overlap'].map((code) => ({ code, count: 1 })), 'the first error of each failed record, largest first, then by code');
+    assert.deepEqual(await jobEvents(job.id), [{ type: 'migration_job.completed', external_account_number: null, data: { job_id: job.id, counts: done.counts } }]);
+
+    const failedOnly = await resultsOf(tenant, job.id, '?outcome=failed');
+    assert.deepEqual(failedOnly.map((l) => l.line), [2, 3, 4, 5, 6, 7]);
+    const csv = await results(tenant, job.id, '?outcome=skipped', 'text/csv');
+    assert.match(String(csv.type), /^text\/csv/);
+    assert.equal(csv.body, `line,external_account_number,outcome,step,service_account_number,error_code,error_attr,error_detail,error_count\r\n8,${skipped.external_account_number},skipped,,,,,,0\r\n`);
+    const ndjson = await results(tenant, job.id, '?outcome=skipped');
+    assert.match(String(ndjson.type), /^application\/x-ndjson/);
+  });
+
+  test('the same file twice: the second job changes nothing and reports created: false', async () => {
+    const tenant = await createTenant(t);
+    const account = accountPayload(tenant.supplier);
+    const lines = [{ account, statements: [statement('S-9', '2024-01-01', '2024-01-31')], transactions: [charge('T-9')], notes: [{ body: 'hello' }] }];
+    const first = await newJob(tenant);
+    await upload(tenant, first.id, lines);
+    await action(tenant, first.id, 'start');
+    await finished(tenant, first.id);
+    const [one] = await resultsOf(tenant, first.id);
+    const before = [];
+    for (const table of ['statements', 'transactions', 'notes'] as const) before.push(await rowsOf(table, one.service_account_number));
+    const second = await newJob(tenant);
+    await upload(tenant, second.id, lines);
+    await action(tenant, second.id, 'start');
+    const done = await finished(tenant, second.id);
+    assert.deepEqual(done.counts, { ...ZERO, total: 1, succeeded: 1 });
+    const [two] = await resultsOf(tenant, second.id);
+    assert.deepEqual([one.created, two.created, two.service_account_number], [true, false, one.service_account_number]);
+    const afterwards = [];
+    for (const table of ['statements', 'transactions', 'notes'] as const) afterwards.push(await rowsOf(table, one.service_account_number));
+    assert.deepEqual(afterwards, before);
+    assert.deepEqual(before.slice(0, 2), [1, 1]);
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM accounts WHERE external_account_number = ${account.external_account_number}`.execute(db);
+    assert.equal(rows[0]!.n, 1);
+  });
+
+  test('a dry-run job creates nothing and imports nothing else', async () => {
+    const tenant = await createTenant(t);
+    const account = accountPayload(tenant.supplier);
+    const job = await newJob(tenant, { dry_run: true });
+    await upload(tenant, job.id, [{ account, notes: [{ body: 'x' }] }]);
+    await action(tenant, job.id, 'start');
+    const done = await finished(tenant, job.id);
+    assert.equal(done.dry_run, true);
+    const [line] = await resultsOf(tenant, job.id);
+    assert.deepEqual([line.outcome, line.created, line.service_account_number, line.dry_run], ['succeeded', false, null, true]);
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM accounts WHERE external_account_number = ${account.external_account_number}`.execute(db);
+    assert.equal(rows[0]!.n, 0);
+  });
+
+  test('a transient failure is retried, then fails with its code', async () => {
+    const tenant = await createTenant(t);
+    const vendorCode = await createVendor();
+    const reference = unique('PI');
+    vendor.set(reference, 'error');
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier), payment_instruction: { vendor: vendorCode, reference, type: 'CARD' } }]);
+    await action(tenant, job.id, 'start');
+    await finished(tenant, job.id);
+    const [line] = await resultsOf(tenant, job.id);
+    assert.deepEqual([line.outcome, line.step, line.created, line.errors[0].code, line.errors[0].attr], ['failed', 'payment_instruction', true, 'payment_vendor_unavailable', 'payment_instruction']);
+    // One try and JOB_RETRY_LIMIT=2 retries of the record, each a call of the endpoint's service,
+    // which itself asks the vendor 3 times (its own bounded retry, vendors/retry.ts).
+    assert.equal(vendor.hits(reference), 3 * 3);
+  });
+});
+
+describe('job states', () => {
+  test('start: empty is migration_job_empty; started twice is migration_job_not_open', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    assert.deepEqual((await action(tenant, job.id, 'start')).json, { detail: `Migration job "${job.id}" has no records: upload some before starting it.`, code: 'migration_job_empty' });
+    await upload(tenant, job.id, ['not json']);
+    assert.equal((await action(tenant, job.id, 'start')).status, 200);
+    await finished(tenant, job.id);
+    const again = await action(tenant, job.id, 'start');
+    assert.deepEqual([again.status, again.json], [400, { detail: `Migration job "${job.id}" is completed: records can only be added while it is open.`, code: 'migration_job_not_open' }]);
+  });
+
+  test('not_before ahead: scheduled; not_after passed: records not started are cancelled with migration_window_closed', async () => {
+    const tenant = await createTenant(t);
+    const later = await newJob(tenant, { not_before: '2099-01-01T00:00:00Z' });
+    await upload(tenant, later.id, [{ account: accountPayload(tenant.supplier) }]);
+    const started = await action(tenant, later.id, 'start');
+    assert.deepEqual([started.json.state, started.json.not_before, started.json.counts.pending], ['scheduled', '2099-01-01T00:00:00Z', 1]);
+
+    const closing = await newJob(tenant, { not_after: new Date(Date.now() + 1500).toISOString().replace(/\.\d+Z$/, 'Z') });
+    await upload(tenant, closing.id, [{ account: accountPayload(tenant.supplier) }]);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await action(tenant, closing.id, 'start');
+    const done = await finished(tenant, closing.id);
+    assert.deepEqual(done.counts, { ...ZERO, total: 1, cancelled: 1 });
+    const [line] = await resultsOf(tenant, closing.id);
+    assert.deepEqual([line.outcome, line.errors], ['cancelled', [{ code: 'migration_window_closed', attr: 'non_field_errors', detail: 'The job\'s not_after passed before this record started.' }]]);
+  });
+
+  test('cancel, then retry: cancelled records run again; errors of a finished or running job', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant, { not_before: '2099-01-01T00:00:00Z' });
+    await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier) }, { account: accountPayload(tenant.supplier) }]);
+    await action(tenant, job.id, 'start');
+    const retryEarly = await action(tenant, job.id, 'retry');
+    assert.deepEqual([retryEarly.status, retryEarly.json], [400, { detail: `Migration job "${job.id}" is scheduled: only a completed or cancelled job can be retried.`, code: 'migration_job_not_finished' }]);
+    const cancelled = await action(tenant, job.id, 'cancel');
+    assert.deepEqual([cancelled.json.state, cancelled.json.counts], ['cancelled', { ...ZERO, total: 2, cancelled: 2 }]);
+    assert.deepEqual(await jobEvents(job.id), [{ type: 'migration_job.cancelled', external_account_number: null, data: { job_id: job.id, counts: cancelled.json.counts } }]);
+    const again = await action(tenant, job.id, 'cancel');
+    assert.deepEqual([again.status, again.json], [400, { detail: `Migration job "${job.id}" is already cancelled.`, code: 'migration_job_finished' }]);
+    const retried = await action(tenant, job.id, 'retry');
+    assert.deepEqual([retried.json.state, retried.json.counts], ['queued', { ...ZERO, total: 2, pending: 2 }]);
+    const done = await finished(tenant, job.id);
+    assert.deepEqual(done.counts, { ...ZERO, total: 2, succeeded: 2 });
+  });
+
+  test('a paused supplier pauses its job; it goes on when the supplier is ongoing again', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier) }]);
+    await admin.setSupplier(db, tenant.supplier, { status: 'paused' });
+    assert.equal((await action(tenant, job.id, 'start')).json.state, 'paused');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.deepEqual((await getJob(tenant, job.id)).counts, { ...ZERO, total: 1, pending: 1 });
+    await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
+    assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, succeeded: 1 });
+  });
+});
+
+describe('reading jobs', () => {
+  test('another organisation\'s job is 404 not_found on every endpoint', async () => {
+    const tenant = await createTenant(t);
+    const other = await createTenant(t);
+    const job = await newJob(tenant);
+    const notFound = { detail: `No migration job "${job.id}".`, code: 'not_found' };
+    for (const [method, path] of [['GET', ''], ['GET', 'records/'], ['POST', 'start/'], ['POST', 'cancel/'], ['POST', 'retry/']] as const) {
+      const res = await call(t.app, method, `${BASE}${job.id}/${path}`, { token: other.token });
+      assert.deepEqual([res.status, res.json], [404, notFound], `${method} ${path}`);
+    }
+  });
+
+  test('the list: the supplier\'s jobs newest first, paged with a Link header', async () => {
+    const tenant = await createTenant(t);
+    const ids = [];
+    for (let i = 0; i < 3; i += 1) ids.push((await newJob(tenant)).id);
+    const all = await call(t.app, 'GET', `${BASE}?import_supplier=${tenant.supplier}`, { token: tenant.token });
+    assert.deepEqual(all.json.map((j: any) => j.id), [...ids].reverse());
+    const first = await call(t.app, 'GET', `${BASE}?import_supplier=${tenant.supplier}&page_size=2`, { token: tenant.token });
+    assert.deepEqual(first.json.map((j: any) => j.id), [ids[2], ids[1]]);
+    const next = /<([^>]+)>; rel="next"/.exec(String(first.headers.link))![1]!;
+    const second = await call(t.app, 'GET', next, { token: tenant.token });
+    assert.deepEqual(second.json.map((j: any) => j.id), [ids[0]]);
+    assert.equal(second.headers.link, undefined);
+    const foreign = await call(t.app, 'GET', `${BASE}?import_supplier=${(await createTenant(t)).supplier}`, { token: tenant.token });
+    assert.equal(foreign.json.code, 'import_supplier_not_found');
+  });
+});

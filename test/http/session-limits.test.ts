@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { openStore } from '../../src/db/store.ts';
+import { PG_ONLY } from '../support/imports.ts';
+
+// Sessions the service holds are bounded (issue #14): a session left idle inside a transaction (an
+// instance frozen mid-create) is ended by PostgreSQL after DB_IDLE_IN_TRANSACTION_TIMEOUT_MS, which
+// rolls it back and frees its locks, so another instance can take them.
+describe('PostgreSQL session limits', { skip: PG_ONLY }, () => {
+  test('defaults: 30 s idle in transaction, 60 s per statement', async () => {
+    const store = await openStore({ databaseUrl: process.env.DATABASE_URL, poolSize: 1 });
+    after(() => store.close());
+    const { rows } = await sql<{ idle: string; statement: string }>`
+      SELECT current_setting('idle_in_transaction_session_timeout') AS idle, current_setting('statement_timeout') AS statement`.execute(store.db);
+    assert.deepEqual(rows, [{ idle: '30s', statement: '1min' }]);
+  });
+
+  test('a session idle in a transaction holding a lock is ended within the bound, and the lock is free', async () => {
+    const frozen = await openStore({ databaseUrl: process.env.DATABASE_URL, poolSize: 1, sessionLimits: { idleInTransactionMs: 500 } });
+    const other = await openStore({ databaseUrl: process.env.DATABASE_URL, poolSize: 1 });
+    after(async () => { await frozen.close().catch(() => {}); await other.close(); });
+    const key = 0x7e570000 + (process.pid % 0xffff);
+    const started = Date.now();
+    const result = await frozen.db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(${key}::int8)`.execute(trx);
+      const held = await sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${key}::int8) AS locked`.execute(other.db);
+      assert.equal(held.rows[0]!.locked, false, 'held while the transaction is alive');
+      await new Promise((resolve) => setTimeout(resolve, 1_500)); // "frozen" inside the transaction
+      return sql`SELECT 1`.execute(trx);
+    }).then(() => 'committed', (error: Error) => error.message);
+    assert.match(result, /idle-in-transaction timeout|terminat|connection error/i);
+    const free = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${key}::int8) AS locked`.execute(other.db);
+    assert.equal(free.rows[0]!.locked, true, 'the lock was released with the session');
+    assert.ok(Date.now() - started < 5_000);
+  });
+});

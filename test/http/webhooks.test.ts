@@ -1,0 +1,252 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { createWebhook, listWebhooks, webhookDeliveries } from '../../src/modules/webhooks/webhooks.service.ts';
+import { deliverOnce, MAX_ATTEMPTS, retryDelayMs } from '../../src/modules/webhooks/webhook-delivery.ts';
+import { blockedReason } from '../../src/modules/webhooks/ssrf-guard.ts';
+import { runRetention } from '../../src/modules/webhooks/retention.job.ts';
+import { eventsOf } from '../support/events.ts';
+import { processAccount, stage, STAGE_URL, supplierIdOf } from '../support/imports.ts';
+import { accountPayload } from '../support/payloads.ts';
+import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
+
+// Webhooks (D13) end to end: events made over HTTP, delivered by this app's queue workers to
+// receivers on 127.0.0.1 (so private networks are allowed here; the SSRF tests turn that off for
+// their own deliveries), retried fast (WEBHOOK_RETRY_BASE_MS=200).
+const t = await buildTestApp({ WORKER_CONCURRENCY: '2', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_BASE_MS: '200' });
+const db = t.store.db;
+
+async function webhookFor(tenant: Tenant, receiver: Receiver, events?: string) {
+  return createWebhook(db, tenant.organisation, receiver.url, events);
+}
+
+/** The endpoint's delivery log, oldest first, once it has `count` rows. */
+async function deliveriesOf(id: string, count: number, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { deliveries } = await webhookDeliveries(db, id);
+    if (deliveries.length >= count) return deliveries.reverse();
+    if (Date.now() > deadline) throw new Error(`webhook ${id} logged ${deliveries.length} of ${count} attempts: ${JSON.stringify(deliveries)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('webhook deliveries (D13)', () => {
+  test('each event is POSTed as the feed shows it, signed as Standard Webhooks says', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver();
+    const hook = await webhookFor(tenant, receiver);
+    const payload = await stage(t, tenant);
+    const created = await processAccount(t, tenant, payload.external_account_number);
+    assert.equal(created.status, 201, created.body);
+    const events = await eventsOf(t, tenant, 2);
+    const got = await receiver.waitFor(2);
+    // Deliveries of different events may arrive in any order (they are separate jobs).
+    const byId = new Map(got.map((r) => [r.headers['webhook-id'], r]));
+    assert.equal(byId.size, 2);
+    for (const event of events) {
+      const request = byId.get(event.id)!;
+      assert.ok(request, `event ${event.id} delivered`);
+      assert.equal(request.path, '/hook');
+      assert.equal(request.headers['content-type'], 'application/json');
+      assert.match(String(request.headers['webhook-timestamp']), /^\d{10}$/);
+      assert.match(String(request.headers['webhook-signature']), /^v1,[A-Za-z0-9+/]{43}=$/);
+      const verified = new Webhook(hook.secret).verify(request.body, {
+        'webhook-id': String(request.headers['webhook-id']),
+        'webhook-timestamp': String(request.headers['webhook-timestamp']),
+        'webhook-signature': String(request.headers['webhook-signature']),
+      });
+      assert.deepEqual(verified, event);
+      assert.deepEqual(JSON.parse(request.body), event);
+    }
+    assert.deepEqual(events.map((e) => e.type), ['import_process.staged', 'import_process.completed']);
+    // A different secret does not verify: the signature depends on it.
+    const other = await webhookFor(tenant, receiver);
+    const first = got[0]!;
+    assert.throws(() => new Webhook(other.secret).verify(first.body, first.headers as Record<string, string>), /No matching signature found/);
+  });
+
+  test('a refused delivery (500) comes again with the same webhook-id; the log has both attempts', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver([500]);
+    const hook = await webhookFor(tenant, receiver);
+    await stage(t, tenant);
+    const [first, second] = await receiver.waitFor(2);
+    assert.equal(first!.headers['webhook-id'], second!.headers['webhook-id']);
+    assert.equal(first!.body, second!.body);
+    const [event] = await eventsOf(t, tenant, 1);
+    const log = await deliveriesOf(hook.webhook, 2);
+    assert.equal(log.length, 2);
+    for (const row of log) {
+      assert.ok(Number.isInteger(row.latency_ms) && row.latency_ms! >= 0 && row.latency_ms! < 10_000, `latency ${row.latency_ms}`);
+      assert.match(row.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    }
+    assert.deepEqual(log.map(({ latency_ms: _l, at: _a, ...rest }) => rest), [
+      { event: event.id, attempt: 1, status_code: 500, error: 'HTTP 500' },
+      { event: event.id, attempt: 2, status_code: 200, error: null },
+    ]);
+    // The second attempt waited at least the base delay after the first.
+    assert.ok(Date.parse(log[1]!.at) - Date.parse(log[0]!.at) >= 200, JSON.stringify(log));
+  });
+
+  test('no answer (connection refused) and a redirect are failed attempts; the redirect is not followed', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver([302]);
+    const hook = await webhookFor(tenant, receiver);
+    const closed = await startReceiver();
+    await closed.close();
+    const dead = await createWebhook(db, tenant.organisation, closed.url);
+    await stage(t, tenant);
+    const got = await receiver.waitFor(2);
+    assert.deepEqual(got.map((r) => r.path), ['/hook', '/hook']);
+    const log = await deliveriesOf(hook.webhook, 2);
+    assert.deepEqual(log.map((r) => [r.attempt, r.status_code, r.error]), [[1, 302, 'HTTP 302'], [2, 200, null]]);
+    const deadLog = await deliveriesOf(dead.webhook, 2);
+    assert.deepEqual(deadLog.map((r) => [r.attempt, r.status_code, r.error]), [
+      [1, null, `connect ECONNREFUSED 127.0.0.1:${closed.port}`],
+      [2, null, `connect ECONNREFUSED 127.0.0.1:${closed.port}`],
+    ]);
+    await sleep(300);
+    assert.equal(receiver.received.length, 2, 'nothing after the delivered attempt');
+  });
+
+  test('410 disables the endpoint: no more deliveries to it, and the list says why', async () => {
+    const tenant = await createTenant(t);
+    const gone = await startReceiver([], 410);
+    const control = await startReceiver();
+    const goneHook = await webhookFor(tenant, gone);
+    await webhookFor(tenant, control);
+    await stage(t, tenant);
+    await gone.waitFor(1);
+    await deliveriesOf(goneHook.webhook, 1);
+    const [event] = await eventsOf(t, tenant, 1);
+    const listed = (await listWebhooks(db, tenant.organisation)).webhooks.find((w) => w.webhook === goneHook.webhook)!;
+    assert.match(listed.disabled_reason!, new RegExp(`^the endpoint answered 410 Gone to event ${event.id} at \\d{4}-\\d{2}-\\d{2}T[\\d:.]+Z$`));
+    assert.deepEqual({ ...listed, disabled_reason: null }, {
+      webhook: goneHook.webhook, url: gone.url, events: null, enabled: false, disabled_reason: null, created_at: listed.created_at,
+    });
+    // The next event reaches the control endpoint, never the disabled one.
+    await stage(t, tenant);
+    await control.waitFor(2);
+    await sleep(1000);
+    assert.equal(gone.received.length, 1);
+    assert.deepEqual((await deliveriesOf(goneHook.webhook, 1)).map((r) => [r.attempt, r.status_code, r.error]), [[1, 410, 'HTTP 410']]);
+  });
+
+  test('--events filters: an endpoint for import_process.completed gets only those', async () => {
+    const tenant = await createTenant(t);
+    const filtered = await startReceiver();
+    const all = await startReceiver();
+    await webhookFor(tenant, filtered, 'import_process.completed');
+    await webhookFor(tenant, all);
+    const payload = await stage(t, tenant);
+    await processAccount(t, tenant, payload.external_account_number);
+    await processAccount(t, tenant, payload.external_account_number, { dry_run: true });
+    await all.waitFor(3);
+    await filtered.waitFor(1);
+    await sleep(500);
+    assert.deepEqual(filtered.received.map((r) => JSON.parse(r.body).type), ['import_process.completed']);
+    assert.deepEqual(all.received.map((r) => JSON.parse(r.body).type).sort(),
+      ['import_process.completed', 'import_process.dry_run_failed', 'import_process.staged']);
+  });
+
+  test('another organisation\'s events never reach the endpoint', async () => {
+    const mine = await createTenant(t);
+    const theirs = await createTenant(t);
+    const receiver = await startReceiver();
+    await webhookFor(mine, receiver);
+    await stage(t, theirs);
+    await stage(t, mine);
+    await receiver.waitFor(1);
+    await sleep(500);
+    assert.deepEqual(receiver.received.map((r) => JSON.parse(r.body).import_supplier), [mine.supplier]);
+  });
+
+  test('delivery never happens inside the request: a receiver that hangs does not slow staging', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver(['hang']);
+    await webhookFor(tenant, receiver);
+    const started = Date.now();
+    const res = await call(t.app, 'POST', STAGE_URL, { token: tenant.token, body: accountPayload(tenant.supplier) });
+    const took = Date.now() - started;
+    assert.equal(res.status, 201);
+    await receiver.waitFor(1);
+    // The receiver holds the delivery open; the request had long finished.
+    assert.ok(took < 2000, `staging took ${took} ms`);
+    assert.equal(receiver.received.length, 1);
+    receiver.release();
+  });
+});
+
+describe('SSRF: private addresses are refused unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=true', () => {
+  test('a delivery to 127.0.0.1 and to localhost is refused, logged with the reason, and nothing is sent', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver();
+    // A filter that matches nothing this test records, so the app's own workers (flag on) leave
+    // these endpoints alone; the attempts are made here with the flag off.
+    const byIp = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
+    const byName = await createWebhook(db, tenant.organisation, `http://localhost:${receiver.port}/hook`, 'migration_job.cancelled');
+    await stage(t, tenant);
+    const [event] = await eventsOf(t, tenant, 1);
+    // The retry is scheduled an hour away: it must not run during the test.
+    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: false };
+    assert.equal(await deliverOnce(deps, { endpoint_id: byIp.webhook, event_id: Number(event.id), attempt: 1 }), 'retry_scheduled');
+    assert.equal(await deliverOnce(deps, { endpoint_id: byName.webhook, event_id: Number(event.id), attempt: 1 }), 'retry_scheduled');
+    assert.equal(receiver.received.length, 0);
+    const reason = 'is a loopback address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it';
+    assert.deepEqual((await deliveriesOf(byIp.webhook, 1)).map((r) => [r.event, r.attempt, r.status_code, r.error]),
+      [[event.id, 1, null, `refused: 127.0.0.1 ${reason}`]]);
+    const named = await deliveriesOf(byName.webhook, 1);
+    assert.equal(named.length, 1);
+    // localhost may resolve to ::1 or 127.0.0.1 first, depending on the host's resolver.
+    assert.match(named[0]!.error!, new RegExp(`^refused: localhost \\((127\\.0\\.0\\.1|::1)\\) ${reason}$`));
+    assert.deepEqual([named[0]!.attempt, named[0]!.status_code], [1, null]);
+    // Running the same attempt again (a job replayed after a crash) neither sends nor logs twice.
+    await deliverOnce(deps, { endpoint_id: byIp.webhook, event_id: Number(event.id), attempt: 1 });
+    assert.equal((await webhookDeliveries(db, byIp.webhook)).deliveries.length, 1);
+  });
+
+  test('the address rule: loopback, private, link-local, unspecified, multicast, mapped IPv4; public passes', () => {
+    const cases: Array<[string, string | null]> = [
+      ['127.0.0.1', 'loopback'], ['127.255.0.9', 'loopback'], ['::1', 'loopback'], ['::ffff:127.0.0.1', 'loopback'],
+      ['10.1.2.3', 'private'], ['172.16.0.1', 'private'], ['172.31.255.255', 'private'], ['192.168.1.1', 'private'], ['fc00::1', 'private'], ['fd12::1', 'private'],
+      ['169.254.169.254', 'link-local'], ['fe80::1', 'link-local'],
+      ['0.0.0.0', 'unspecified'], ['::', 'unspecified'], ['100.64.0.1', 'shared (carrier-grade NAT)'], ['224.0.0.1', 'multicast'], ['ff02::1', 'multicast'],
+      ['::ffff:10.0.0.1', 'private'],
+      ['8.8.8.8', null], ['172.32.0.1', null], ['2001:4860:4860::8888', null], ['::ffff:8.8.8.8', null],
+    ];
+    assert.deepEqual(cases.map(([address]) => [address, blockedReason(address)]), cases);
+  });
+});
+
+describe('retry schedule and retention', () => {
+  test('the default schedule: 9 attempts, 4 times further apart, the last over 24 hours after the first', () => {
+    const delays = Array.from({ length: MAX_ATTEMPTS - 1 }, (_, i) => retryDelayMs(i + 1, 5000) / 1000);
+    assert.deepEqual(delays, [5, 20, 80, 320, 1280, 5120, 20480, 81920]);
+    assert.ok(delays.reduce((a, b) => a + b) > 24 * 3600);
+  });
+
+  test('retention deletes events and delivery log rows older than the retention period, keeps the rest', async () => {
+    const tenant = await createTenant(t);
+    const supplierId = await supplierIdOf(t, tenant.supplier);
+    const receiver = await startReceiver();
+    const hook = await webhookFor(tenant, receiver, 'migration_job.cancelled');
+    const now = new Date();
+    const daysAgo = (d: number) => new Date(now.getTime() - d * 24 * 3600 * 1000);
+    const ids = await db.insertInto('events').values([31, 29].map((d) => ({
+      supplier_id: supplierId, type: 'import_process.staged', external_account_number: `RET-${d}`, data: '{}', created_at: daysAgo(d),
+    }))).returning('id').execute();
+    await db.insertInto('webhook_deliveries').values([31, 29].map((d, i) => ({
+      endpoint_id: hook.webhook, event_id: ids[i]!.id, attempt: 1, status_code: 200, latency_ms: 5, error: null, at: daysAgo(d),
+    }))).execute();
+    const removed = await runRetention(db, 30, now);
+    assert.ok(removed.events >= 1 && removed.deliveries >= 1, JSON.stringify(removed));
+    const events = await db.selectFrom('events').select('external_account_number').where('supplier_id', '=', supplierId).orderBy('id').execute();
+    assert.deepEqual(events, [{ external_account_number: 'RET-29' }]);
+    const log = await db.selectFrom('webhook_deliveries').select('event_id').where('endpoint_id', '=', hook.webhook).execute();
+    assert.deepEqual(log, [{ event_id: ids[1]!.id }]);
+  });
+});
