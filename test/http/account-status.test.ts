@@ -67,7 +67,7 @@ describe('GET account-transfer-status/<code>/<ext>/ (spec 4.8, D6)', () => {
     const tenant = await createTenant(t);
     const payload = await stage(t, tenant);
     const ext = payload.external_account_number;
-    const other = await pgSession();
+    const other = await pgSession(t.config.databaseUrl);
     try {
       await other.query('BEGIN');
       await other.query('SELECT pg_advisory_xact_lock($1::int8)', [accountLockKey(await importIdOf(ext))]);
@@ -91,7 +91,7 @@ describe('GET account-transfer-status/<code>/<ext>/ (spec 4.8, D6)', () => {
     const tenant = await createTenant(t);
     const payload = await stage(t, tenant);
     const ext = payload.external_account_number;
-    const other = await pgSession();
+    const other = await pgSession(t.config.databaseUrl);
     try {
       // Holding the staged row makes the create wait at its read of it (FOR UPDATE), under its account lock.
       await other.query('BEGIN');

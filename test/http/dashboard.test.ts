@@ -107,7 +107,7 @@ async function holdCreate(tenant: Tenant, ext: string): Promise<() => Promise<vo
   const key = accountLockKey(Number(row.id));
   // On PostgreSQL from a session of its own; PGlite has one session, which the app shares.
   if (onPostgres) {
-    const session: pg.Client = await pgSession();
+    const session: pg.Client = await pgSession(t.config.databaseUrl);
     await session.query('SELECT pg_advisory_lock($1::int8)', [key]);
     return async () => { await session.end(); };
   }

@@ -214,7 +214,7 @@ describe('GET events/: order, paging, validation, tenancy', () => {
   test('an event whose transaction commits later, with a smaller id, is never skipped by a reader that paged on', { skip: PG_ONLY }, async () => {
     const tenant = await createTenant(t);
     const supplierId = await supplierIdOf(t, tenant.supplier);
-    const slow = await pgSession();
+    const slow = await pgSession(t.config.databaseUrl);
     try {
       // The slow transaction takes its id and writes its event first, then stays open.
       await slow.query('BEGIN');

@@ -14,6 +14,7 @@ import * as admin from '../../src/modules/admin/admin.service.ts';
 import { runImportMigrate } from '../../src/cli/migrate/import-migrate.ts';
 import { migrationRecord, writeMigrationFile } from '../support/migration-file.ts';
 import { request, startServer } from '../support/server-process.ts';
+import { isolatedDatabaseUrl } from '../support/imports.ts';
 import { unique } from '../support/test-app.ts';
 
 // import-migrate (D12) end to end: the real service as a child process on this run's store (a
@@ -24,9 +25,10 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const dataDir = join(dir, 'data');
 
 // The tenant is made before the server starts: the embedded store serves one process at a time.
+const databaseUrl = process.env.DATABASE_URL ? await isolatedDatabaseUrl() : undefined;
 const tenant = { org: unique('org'), supplier: unique('SUP'), team: unique('team'), apiKey: '' };
 {
-  const store = await openStore({ databaseUrl: process.env.DATABASE_URL || undefined, dataDir, poolSize: 1 });
+  const store = await openStore({ databaseUrl, dataDir, poolSize: 1 });
   await migrate(store);
   tenant.apiKey = (await admin.createOrganisation(store.db, tenant.org)).api_key;
   await admin.createSupplier(store.db, tenant.supplier, tenant.org);
@@ -34,7 +36,7 @@ const tenant = { org: unique('org'), supplier: unique('SUP'), team: unique('team
   await store.close();
 }
 const server = await startServer({
-  DATABASE_URL: process.env.DATABASE_URL ?? '', DATA_DIR: dataDir, WORKER_CONCURRENCY: '3',
+  DATABASE_URL: databaseUrl ?? '', DATA_DIR: dataDir, WORKER_CONCURRENCY: '3',
 }, 180_000);
 after(() => server.stop());
 

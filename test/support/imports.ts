@@ -44,7 +44,7 @@ export async function supplierIdOf(t: TestApp, code: string): Promise<number> {
 export const onPostgres = Boolean(process.env.DATABASE_URL);
 export const PG_ONLY = onPostgres ? false : 'locks between sessions need PostgreSQL: PGlite has one session (set DATABASE_URL)';
 
-/** A session of its own on the test PostgreSQL, closed by the caller. */
+/** A session of its own on a test database (a file's is `t.config.databaseUrl`), closed by the caller. */
 export async function pgSession(url = process.env.DATABASE_URL): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url });
   client.on('error', () => {}); // a terminated session must not crash the test process

@@ -9,10 +9,12 @@ import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService, type TokenService } from '../../src/modules/auth/token.service.ts';
 import type { JobQueue } from '../../src/queue/queue.ts';
 import { openQueue, startWorkers } from '../../src/workers.ts';
+import { isolatedDatabaseUrl } from './imports.ts';
 
-// One store and one app per test file (PGlite takes seconds to start). The store is PostgreSQL when
-// DATABASE_URL is set, an in-memory PGlite otherwise. Each test makes its own data with unique
-// names, so files and tests do not depend on order.
+// One store and one app per test file (PGlite takes seconds to start). The store is an in-memory
+// PGlite, or, when DATABASE_URL is set, a database of its own on that server: files run two at a
+// time, and one file's queue workers (its own retry policy, its own email transport) must not take
+// another file's jobs. Each test makes its own data with unique names, so tests do not depend on order.
 export interface TestApp {
   app: FastifyInstance;
   store: Store;
@@ -28,7 +30,8 @@ const quiet = { info() {}, warn() {}, error() {} };
  * delivery themselves); the queue is always open, since creates enqueue on it.
  */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const config = loadConfig({ DATABASE_URL: process.env.DATABASE_URL ?? '', DEMO_SEED: 'false', ...env });
+  const databaseUrl = env.DATABASE_URL ?? (process.env.DATABASE_URL ? await isolatedDatabaseUrl() : '');
+  const config = loadConfig({ DEMO_SEED: 'false', ...env, DATABASE_URL: databaseUrl });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 50 });
   await migrate(store);
   const tokens = await createTokenService(store.db, config);
