@@ -118,7 +118,7 @@ async function runRecordJob(
   }
   const record = await repo.claimRecord(db, data.job_id, data.line);
   if (!record) return;
-  await repo.markRunning(db, job.id);
+  if (job.state !== 'running') await repo.markRunning(db, job.id);
   if (job.not_after && job.not_after.getTime() <= Date.now()) {
     await repo.finishRecord(db, job.id, record.line, { outcome: 'cancelled', step: null, created: null, serviceAccountNumber: null, errors: [WINDOW_CLOSED] });
     await finishIfDone(db, job.id);
@@ -154,11 +154,14 @@ async function giveUpRecord(db: Kysely<Database>, data: { job_id: string; line: 
 }
 
 /**
- * Ends the job once no record is pending or running: completed, or cancelled after a cancel. Under
- * the job row's lock, after the record's own commit, so of two workers finishing the last two
- * records at once the later one sees both finished.
+ * Ends the job once no record is pending or running: completed, or cancelled after a cancel. Called
+ * after the record's own commit, so of two workers finishing the last two records at once the later
+ * one sees both finished. A first look without the job row's lock settles the common case (records
+ * left) without a transaction; only a job that may be done takes the lock and looks again.
  */
 export async function finishIfDone(db: Kysely<Database>, jobId: string): Promise<void> {
+  const before = await repo.hasUnfinished(db, jobId);
+  if (before.pending || before.running) return;
   await db.transaction().execute(async (trx) => {
     const job = await repo.lockJob(trx, jobId);
     if (!job || !['queued', 'running', 'scheduled'].includes(job.state)) return;
