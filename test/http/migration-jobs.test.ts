@@ -387,3 +387,24 @@ describe('reading jobs', () => {
     assert.equal(foreign.json.code, 'import_supplier_not_found');
   });
 });
+
+describe('serving while a job runs', () => {
+  test('a request over a real socket is answered at once while the workers run records back to back', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, Array.from({ length: 300 }, () => ({ account: accountPayload(tenant.supplier) })));
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    await action(tenant, job.id, 'start');
+    await waitUntil(async () => (await getJob(tenant, job.id)).counts.succeeded >= 10, 'the workers are running records', 60_000);
+    // On the embedded store the workers' queries resolve as promises only: without a turn of the
+    // event loop between them, this socket would not even be read until the job ended.
+    const started = Date.now();
+    const res = await fetch(`${address}/healthz`);
+    const waited = Date.now() - started;
+    assert.equal(res.status, 200);
+    const meanwhile = await getJob(tenant, job.id);
+    assert.notEqual(meanwhile.state, 'completed', 'the job was still running when the answer came');
+    assert.ok(waited < 2000, `answered after ${waited} ms`);
+    await finished(tenant, job.id, 'completed', 180_000);
+  });
+});
