@@ -18,13 +18,13 @@ export interface BenchConfig {
   readonly uploadRecords: number;
   /** The service's WORKER_CONCURRENCY, and the job baseline's concurrency. */
   readonly jobWorkers: number;
-  /** Rows to run (validate, staging, create, transactions, events, jobs, upload, lists, status); all when unset. */
+  /** Rows to run (validate, staging, create, transactions, events, jobs, upload, lists, status, stats); all when unset. */
   readonly only: ReadonlySet<string> | undefined;
   readonly adminUrl: string;
   readonly cpuProfile: boolean;
   readonly logLevel: string;
   readonly writeDoc: boolean;
-  readonly connections: { validate: number; staging: number; create: number; transactions: number; pages: number; status: number };
+  readonly connections: { validate: number; staging: number; create: number; transactions: number; pages: number; status: number; stats: number };
 }
 
 const int = (name: string, fallback: number): number => {
@@ -65,6 +65,7 @@ export function loadBenchConfig(): BenchConfig {
       transactions: int('BENCH_TX_CONNECTIONS', 8),
       pages: int('BENCH_PAGE_CONNECTIONS', 1),
       status: 50,
+      stats: int('BENCH_STATS_CONNECTIONS', 2),
     },
   });
 }

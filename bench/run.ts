@@ -9,6 +9,7 @@ import { markdownTable, type Row } from './lib/report.ts';
 import { dropDatabases, freshTarget, provision, serviceEnv } from './lib/setup.ts';
 import { log, type Ctx } from './scenarios/context.ts';
 import { lists, seedBigSupplier, status } from './scenarios/reads.ts';
+import { seedStatsSupplier, statsAtScale } from './scenarios/stats.ts';
 import { eventsCost } from './scenarios/events.ts';
 import { migrationJob, uploadMemory } from './scenarios/jobs.ts';
 import { createAccounts, notRun, staging, transactions, validateAccount } from './scenarios/writes.ts';
@@ -77,6 +78,11 @@ async function runStore(store: BenchStore): Promise<void> {
       await step('lists', 'seed', () => seedBigSupplier(ctx, accounts));
       await step('lists', 'lists', () => lists(ctx, accounts));
       await step('status', 'status', () => status(ctx, accounts));
+    }
+    if (wants('stats')) {
+      const accounts = cfg.accounts[store];
+      await step('stats', 'stats: seed', () => seedStatsSupplier(ctx, accounts));
+      await step('stats', `stats at ${accounts.toLocaleString('en-GB')} accounts, with a job running`, () => statsAtScale(ctx, accounts));
     }
   } finally {
     await server.stop();

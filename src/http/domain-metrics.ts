@@ -16,22 +16,21 @@ export function registerDomainMetrics(registry: Registry, db: Db): void {
 
   gauge(registry, 'import_accounts', 'Accounts of each supplier by state: staged (not imported, not skipped), imported, skipped, failed (latest create attempt failed)',
     ['supplier', 'state'], async (set) => {
+      // The stats counters (migration 009): a few rows a supplier, not a count of its accounts.
       const { rows } = await sql<{ code: string; staged: number; imported: number; skipped: number; failed: number }>`
         SELECT s.code,
-          count(ai.id) FILTER (WHERE ai.account_id IS NULL AND NOT ai.skipped)::int AS staged,
-          count(ai.id) FILTER (WHERE ai.account_id IS NOT NULL)::int AS imported,
-          count(ai.id) FILTER (WHERE ai.account_id IS NULL AND ai.skipped)::int AS skipped,
-          count(ai.id) FILTER (WHERE ai.account_id IS NULL AND NOT ai.skipped AND ai.last_attempt_outcome = 'failed')::int AS failed
-        FROM import_suppliers s LEFT JOIN account_imports ai ON ai.supplier_id = s.id GROUP BY s.code`.execute(db);
+          coalesce(sum(c.staged), 0)::int AS staged, coalesce(sum(c.imported), 0)::int AS imported,
+          coalesce(sum(c.skipped), 0)::int AS skipped, coalesce(sum(c.failed), 0)::int AS failed
+        FROM import_suppliers s LEFT JOIN account_import_counts c ON c.supplier_id = s.id GROUP BY s.code`.execute(db);
       for (const row of rows) {
         for (const state of ['staged', 'imported', 'skipped', 'failed'] as const) set({ supplier: row.code, state }, row[state]);
       }
     });
 
-  gauge(registry, 'import_accounts_failed_by_code', 'Failing staged accounts (latest create attempt failed) by error code',
+  gauge(registry, 'import_accounts_failed_by_code', 'Failing staged accounts (latest create attempt failed) by the code of their first error, as the stats error groups',
     ['code'], async (set) => {
-      const { rows } = await sql<{ code: string; n: number }>`SELECT last_error_code AS code, count(*)::int AS n FROM account_imports
-        WHERE account_id IS NULL AND NOT skipped AND last_attempt_outcome = 'failed' GROUP BY last_error_code`.execute(db);
+      const { rows } = await sql<{ code: string; n: number }>`SELECT code, sum(failed)::int AS n FROM account_error_group_counts
+        GROUP BY code HAVING sum(failed) > 0`.execute(db);
       for (const row of rows) set({ code: row.code }, row.n);
     });
 

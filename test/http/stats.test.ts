@@ -97,8 +97,8 @@ describe('GET stats/<supplier>/ (D14)', () => {
       counts: { staged: 7, in_progress: 1, imported: 1, failed: 4, skipped: 1 },
       created_per_hour: hoursEndingAt(current, { 0: 1 }),
       errors_by_code: [
-        { code: 'account_failed_validation', attr: 'customers.0.mobile', count: 2, examples: [mobileA, mobileB].sort() },
-        { code: 'account_failed_validation', attr: 'billing_address.country', count: 1, examples: [country] },
+        { code: 'invalid_phone_number', attr: 'customers.0.mobile', count: 2, examples: [mobileA, mobileB].sort() },
+        { code: 'invalid_country', attr: 'billing_address.country', count: 1, examples: [country] },
         { code: 'operations_team_not_found', attr: 'operations_team_name', count: 1, examples: [team.external_account_number] },
       ],
       jobs: [],
@@ -106,6 +106,27 @@ describe('GET stats/<supplier>/ (D14)', () => {
     assert.ok(created.external_account_number);
     // Once the lock is gone, nothing is in progress.
     assert.equal((await stats(tenant)).json.counts.in_progress, 0);
+  });
+
+  test('a group\'s code is the first error\'s: the attempt keeps it beside the answer\'s code, which status and lists still show', async () => {
+    const tenant = await createTenant(t);
+    const mobile = await failingAccount(tenant, ['customers', '0', 'mobile'], '12');
+    const team = await stage(t, tenant);
+    await processAccount(t, tenant, team.external_account_number, { operations_team_name: 'no-such-team' });
+    const attempts = await db.selectFrom('create_attempts').select(['external_account_number', 'error_code', 'error_field_code', 'error_attr'])
+      .where('supplier_id', '=', await supplierIdOf(t, tenant.supplier)).orderBy('id').execute();
+    assert.deepEqual(attempts, [
+      { external_account_number: mobile, error_code: 'account_failed_validation', error_field_code: 'invalid_phone_number', error_attr: 'customers.0.mobile' },
+      { external_account_number: team.external_account_number, error_code: 'operations_team_not_found', error_field_code: 'operations_team_not_found', error_attr: 'operations_team_name' },
+    ]);
+    assert.deepEqual((await stats(tenant)).json.errors_by_code, [
+      { code: 'invalid_phone_number', attr: 'customers.0.mobile', count: 1, examples: [mobile] },
+      { code: 'operations_team_not_found', attr: 'operations_team_name', count: 1, examples: [team.external_account_number] },
+    ]);
+    const status = await call(t.app, 'GET', `/v1/data-import/account-transfer-status/${tenant.supplier}/${mobile}/`, { token: tenant.token });
+    assert.deepEqual(status.json, { status: 'UNKNOWN', service_account_number: '', last_error: { code: 'account_failed_validation', detail: 'The account data failed validation.' } });
+    const failed = await call(t.app, 'GET', `/v1/data-import/pending-account-import-processes/${tenant.supplier}/?state=failed&page_size=1`, { token: tenant.token });
+    assert.deepEqual(failed.json[0].last_error, { code: 'account_failed_validation', attr: 'customers.0.mobile', detail: 'The account data failed validation.' });
   });
 
   test('created_per_hour: 48 UTC hours, oldest first, every hour present; older and other suppliers\' accounts left out', async () => {

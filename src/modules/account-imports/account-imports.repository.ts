@@ -71,6 +71,8 @@ export interface AttemptRecord {
   errorDetail: string | null;
   /** The dot path of the first error, when the error names a field (grouped on by the stats, D14). */
   errorAttr?: string | null;
+  /** That first error's own code (invalid_phone_number under account_failed_validation): the stats group by it. */
+  errorFieldCode?: string | null;
 }
 
 export async function insertAttempt(db: Db | Transaction<Database>, attempt: AttemptRecord): Promise<void> {
@@ -82,6 +84,7 @@ export async function insertAttempt(db: Db | Transaction<Database>, attempt: Att
     error_code: attempt.errorCode,
     error_detail: attempt.errorDetail,
     error_attr: attempt.errorAttr ?? null,
+    error_field_code: attempt.errorFieldCode ?? null,
     started_at: attempt.startedAt,
   }).execute();
 }

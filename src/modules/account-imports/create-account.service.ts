@@ -56,13 +56,15 @@ export async function createAccount(deps: CreateAccountDeps, caller: Caller, bod
     return { service_account_number: number };
   } catch (error) {
     const appError = error instanceof AppError ? error : null;
+    const first = appError?.errors?.[0];
     await record(deps.db, {
       ...attempt,
       outcome: appError?.code === 'dry_run_rolled_back' ? 'dry_run_rolled_back' : 'failed',
       errorCode: appError?.code ?? 'internal_error',
       errorDetail: appError?.detail ?? 'An unexpected error occurred.',
-      errorAttr: appError?.errors?.[0]?.attr ?? null,
-    }, appError?.errors?.[0]?.attr ?? null);
+      errorAttr: first?.attr ?? null,
+      errorFieldCode: first?.code ?? null,
+    }, first?.attr ?? null);
     throw error;
   }
 }

@@ -2,27 +2,25 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { ACCOUNT_LOCK_SPACE } from '../account-imports/import-locks.repository.ts';
 
-// The statistics queries (D14). Each reads one index of migrations 002/005/007, so the answer costs
-// index scans of the supplier's own rows, never a scan of every create attempt:
-// - counts: account_imports_stats_idx (index-only), plus pg_locks for the creates running now;
-// - created per hour: accounts_supplier_created_idx, a range of the last 48 hours;
-// - error groups: account_imports_failing_groups_idx (partial: failing accounts only), whose
-//   columns are the latest attempt's, kept by the create_attempts trigger of migration 007.
+// The statistics queries (D14). None counts a supplier's accounts, so the answer costs the same at a
+// million accounts as at ten: each reads counters that triggers of migration 009 keep in the writing
+// transactions, spread over shard rows and summed here.
+// - counts: account_import_counts, plus pg_locks for the creates running now;
+// - created per hour: accounts_created_per_hour, the last 48 hours' rows;
+// - error groups: account_error_group_counts, and examples from account_imports_failing_groups_idx
+//   (partial: failing accounts only), whose columns are the latest attempt's (migrations 007, 009).
 type Db = Kysely<Database>;
 
 /** A staged account is failing when its latest create attempt failed (and it is neither imported nor skipped). */
-const FAILING = sql`account_id IS NULL AND NOT skipped AND last_attempt_outcome = 'failed'`;
 const FAILING_E = "e.account_id IS NULL AND NOT e.skipped AND e.last_attempt_outcome = 'failed'";
 
 export interface CountsRow { staged: number; imported: number; skipped: number; failed: number }
 
 export async function stateCounts(db: Db, supplierId: number): Promise<CountsRow> {
   const { rows } = await sql<CountsRow>`SELECT
-      count(*) FILTER (WHERE account_id IS NULL AND NOT skipped)::int AS staged,
-      count(*) FILTER (WHERE account_id IS NOT NULL)::int AS imported,
-      count(*) FILTER (WHERE account_id IS NULL AND skipped)::int AS skipped,
-      count(*) FILTER (WHERE ${FAILING})::int AS failed
-    FROM account_imports WHERE supplier_id = ${supplierId}`.execute(db);
+      coalesce(sum(staged), 0)::int AS staged, coalesce(sum(imported), 0)::int AS imported,
+      coalesce(sum(skipped), 0)::int AS skipped, coalesce(sum(failed), 0)::int AS failed
+    FROM account_import_counts WHERE supplier_id = ${supplierId}`.execute(db);
   return rows[0]!;
 }
 
@@ -47,29 +45,31 @@ export async function createsInProgress(db: Db, supplierId: number): Promise<num
  */
 export async function createdPerHour(db: Db, supplierId: number, hours: number): Promise<Array<{ h: number; n: number }>> {
   const { rows } = await sql<{ h: number; n: number }>`
-    WITH now_hour AS (SELECT floor(extract(epoch FROM now()) / 3600)::int AS h)
-    SELECT s.h, (SELECT count(*)::int FROM accounts a
-                  WHERE a.supplier_id = ${supplierId}
-                    AND a.created_at >= to_timestamp(s.h * 3600.0) AND a.created_at < to_timestamp((s.h + 1) * 3600.0)) AS n
-    FROM now_hour, generate_series(now_hour.h - ${hours - 1}::int, now_hour.h) AS s(h)
+    WITH now_hour AS (SELECT floor(extract(epoch FROM now()) / 3600)::bigint AS h)
+    SELECT s.h::int AS h, coalesce((SELECT sum(c.created) FROM accounts_created_per_hour c
+                                     WHERE c.supplier_id = ${supplierId} AND c.hour = s.h), 0)::int AS n
+    FROM now_hour, generate_series(now_hour.h - ${hours - 1}::bigint, now_hour.h) AS s(h)
     ORDER BY s.h`.execute(db);
   return rows;
 }
 
 export interface ErrorGroupRow { code: string; attr: string; n: number; examples: string[] }
 
-/** The failing accounts grouped by (code, attr), largest first, with the first examples of each. */
+/**
+ * The failing accounts grouped by the code and attr of their latest attempt's first error, largest
+ * first, with the first examples of each: the group counters (a few rows a group), then one probe of
+ * account_imports_failing_groups_idx per group shown.
+ */
 export async function errorGroups(db: Db, supplierId: number, maxGroups: number, maxExamples: number): Promise<ErrorGroupRow[]> {
   const { rows } = await sql<ErrorGroupRow>`
     SELECT g.code, g.attr, g.n, ARRAY(
         SELECT e.external_account_number FROM account_imports e
         WHERE e.supplier_id = ${supplierId} AND ${sql.raw(FAILING_E)}
-          AND e.last_error_code = g.code AND e.last_error_attr = g.attr
+          AND e.last_error_group_code = g.code AND e.last_error_attr = g.attr
         ORDER BY e.external_account_number LIMIT ${maxExamples}) AS examples
-    FROM (SELECT last_error_code AS code, last_error_attr AS attr, count(*)::int AS n
-          FROM account_imports WHERE supplier_id = ${supplierId} AND ${FAILING}
-          GROUP BY last_error_code, last_error_attr
-          ORDER BY n DESC, last_error_code, last_error_attr LIMIT ${maxGroups}) g
+    FROM (SELECT code, attr, sum(failed)::int AS n FROM account_error_group_counts WHERE supplier_id = ${supplierId}
+          GROUP BY code, attr HAVING sum(failed) > 0
+          ORDER BY n DESC, code, attr LIMIT ${maxGroups}) g
     ORDER BY g.n DESC, g.code, g.attr`.execute(db);
   return rows;
 }

@@ -27,7 +27,7 @@ export const HourCount = Type.Object({
 export type HourCount = Static<typeof HourCount>;
 
 export const ErrorGroup = Type.Object({
-  code: Type.String({ description: 'The code of the latest failed create attempt.' }),
+  code: Type.String({ description: 'What is wrong: the code of the first error of the latest failed create attempt (for a failed validation, the field\'s own code, such as invalid_phone_number).' }),
   attr: Type.Union([Type.String(), Type.Null()], { description: 'The dot path of its first error; null when the error names no field.' }),
   count: Type.Integer(),
   examples: Type.Array(Type.String(), { maxItems: MAX_GROUP_EXAMPLES, description: `Up to ${MAX_GROUP_EXAMPLES} external account numbers, in order.` }),
@@ -43,7 +43,7 @@ export const SupplierStats = Type.Object({
   }),
   errors_by_code: Type.Array(ErrorGroup, {
     maxItems: MAX_ERROR_GROUPS,
-    description: 'The failing accounts (counts.failed) grouped by the code and attr of their latest attempt, largest first (then by code and attr).',
+    description: 'The failing accounts (counts.failed) grouped by the code and attr of the first error of their latest attempt, largest first (then by code and attr).',
   }),
   jobs: Type.Array(Job, { description: 'The supplier\'s migration jobs that are not completed or cancelled, newest first; each as GET migration-jobs/<id>/.' }),
 }, { $id: 'SupplierStats', title: 'SupplierStats' });
