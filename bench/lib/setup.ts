@@ -80,8 +80,8 @@ export function serviceEnv(target: Target, logLevel: string): Record<string, str
     TOKEN_TTL_SECONDS: String(TOKEN_TTL_SECONDS),
     LOG_LEVEL: logLevel,
     EMAIL_TRANSPORT: 'log',
-    // The service's whole-request limit (default 60 s) also bounds one migration-job upload.
-    ...(process.env.BENCH_REQUEST_TIMEOUT_MS ? { REQUEST_TIMEOUT_MS: process.env.BENCH_REQUEST_TIMEOUT_MS } : {}),
+    // No load balancer to tell: the service stops without the readiness drain between rows.
+    SHUTDOWN_DRAIN_MS: '0',
     // For experiments such as a heap cap (--max-old-space-size=N) on the service only.
     ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}),
   };

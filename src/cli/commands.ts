@@ -145,6 +145,19 @@ export const COMMANDS: Command[] = [
     },
   },
   {
+    name: 'webhook enable', args: ['ID'], options: {},
+    summary: 'enable a disabled webhook endpoint (after a 410, or disable): it gets the events recorded from now on',
+    run: (db, [id]) => webhooks.enableWebhook(db, id!),
+    text: (r) => `Webhook ${String(r.webhook)} is enabled. Events recorded while it was disabled are not sent (the events feed has them).`,
+  },
+  {
+    name: 'webhook disable', args: ['ID'], options: { reason: { type: 'string', value: 'TEXT' } },
+    summary: 'stop deliveries to a webhook endpoint, keeping it (enable it again later); pending retries are dropped',
+    check: (flags) => webhooks.checkDisableReason(flags.reason as string | undefined),
+    run: (db, [id], flags) => webhooks.disableWebhook(db, id!, flags.reason as string | undefined),
+    text: (r) => `Webhook ${String(r.webhook)} is disabled (${String(r.disabled_reason)}); no event is sent to it until it is enabled again.`,
+  },
+  {
     name: 'webhook delete', args: ['ID'], options: {},
     summary: 'delete a webhook endpoint (its pending deliveries are dropped)',
     run: (db, [id]) => webhooks.deleteWebhook(db, id!),

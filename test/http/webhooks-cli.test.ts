@@ -84,6 +84,48 @@ describe('import-admin webhook commands', () => {
     await fails(['webhook', 'deliveries', all.webhook], 1, `import-admin: no webhook "${all.webhook}"\n`);
   });
 
+  test('disable and enable: the reason is kept while disabled and cleared by enable; both are idempotent', async () => {
+    const hook = await json('webhook', 'create', org, '--url', 'https://toggle.example.com/in');
+    const listedView = async () => (await json('webhook', 'list', org)).webhooks.find((w: any) => w.webhook === hook.webhook);
+    const createdAt = (await listedView()).created_at;
+    const view = (enabled: boolean, reason: string | null) => ({
+      webhook: hook.webhook, url: 'https://toggle.example.com/in', events: null, enabled, disabled_reason: reason, created_at: createdAt,
+    });
+
+    const disabled = await json('webhook', 'disable', hook.webhook, '--reason', 'receiver moving to a new host');
+    assert.deepEqual(disabled, view(false, 'receiver moving to a new host'));
+    // Disabled again: the first reason stays.
+    assert.deepEqual(await json('webhook', 'disable', hook.webhook), view(false, 'receiver moving to a new host'));
+    assert.deepEqual(await listedView(), view(false, 'receiver moving to a new host'));
+
+    assert.deepEqual(await json('webhook', 'enable', hook.webhook), view(true, null));
+    assert.deepEqual(await json('webhook', 'enable', hook.webhook), view(true, null));
+    assert.deepEqual(await listedView(), view(true, null));
+
+    // Without --reason, the reason says who and when.
+    const byOperator = await json('webhook', 'disable', hook.webhook);
+    assert.match(byOperator.disabled_reason, /^disabled by an operator at \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    assert.deepEqual({ ...byOperator, disabled_reason: null }, view(false, null));
+
+    const text = await cli(['webhook', 'enable', hook.webhook]);
+    assert.deepEqual(text, {
+      status: 0, stderr: '',
+      stdout: `Webhook ${hook.webhook} is enabled. Events recorded while it was disabled are not sent (the events feed has them).\n`,
+    });
+    const off = await cli(['webhook', 'disable', hook.webhook, '--reason', 'maintenance']);
+    assert.deepEqual(off, {
+      status: 0, stderr: '',
+      stdout: `Webhook ${hook.webhook} is disabled (maintenance); no event is sent to it until it is enabled again.\n`,
+    });
+
+    await fails(['webhook', 'enable', 'wh_0000000000000000'], 1, 'import-admin: no webhook "wh_0000000000000000"\n');
+    await fails(['webhook', 'disable', 'wh_0000000000000000'], 1, 'import-admin: no webhook "wh_0000000000000000"\n');
+    const usage = 'usage: import-admin webhook disable ID [--reason TEXT] [--json]';
+    await fails(['webhook', 'disable', hook.webhook, '--reason', ' '], 2, `import-admin: --reason must not be empty; ${usage}\n`);
+    await fails(['webhook', 'disable', hook.webhook, '--reason', 'x'.repeat(501)], 2, `import-admin: --reason is longer than 500 characters; ${usage}\n`);
+    await fails(['webhook', 'enable'], 2, 'import-admin: missing ID; usage: import-admin webhook enable ID [--json]\n');
+  });
+
   test('without --json: sentences, the secret on its own line', async () => {
     const run = await cli(['webhook', 'create', org, '--url', 'https://a.example.com/', '--events', 'post_import.completed']);
     assert.equal(run.status, 0, run.stderr);
@@ -109,7 +151,7 @@ describe('import-admin webhook commands', () => {
   test('--help lists the webhook commands', async () => {
     const run = await cli(['--help']);
     assert.equal(run.status, 0);
-    for (const line of ['webhook create ORG', 'webhook list ORG', 'webhook delete ID', 'webhook deliveries ID',
+    for (const line of ['webhook create ORG', 'webhook list ORG', 'webhook enable ID', 'webhook disable ID', 'webhook delete ID', 'webhook deliveries ID',
       'import-admin webhook create ORG --url URL [--events TYPE,…] [--json]']) {
       assert.ok(run.stdout.includes(line), line);
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { createWebhook, listWebhooks, webhookDeliveries } from '../../src/modules/webhooks/webhooks.service.ts';
+import { createWebhook, enableWebhook, listWebhooks, webhookDeliveries } from '../../src/modules/webhooks/webhooks.service.ts';
 import { deliverOnce, MAX_ATTEMPTS, retryDelayMs } from '../../src/modules/webhooks/webhook-delivery.ts';
 import { blockedReason } from '../../src/modules/webhooks/ssrf-guard.ts';
 import { runRetention } from '../../src/modules/webhooks/retention.job.ts';
@@ -134,6 +134,24 @@ describe('webhook deliveries (D13)', () => {
     await sleep(1000);
     assert.equal(gone.received.length, 1);
     assert.deepEqual((await deliveriesOf(goneHook.webhook, 1)).map((r) => [r.attempt, r.status_code, r.error]), [[1, 410, 'HTTP 410']]);
+  });
+
+  test('enabled again after a 410, an endpoint gets the events recorded from then on, not those of while it was disabled', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver([410]);
+    const hook = await webhookFor(tenant, receiver);
+    await stage(t, tenant);
+    await deliveriesOf(hook.webhook, 1);
+    assert.equal((await listWebhooks(db, tenant.organisation)).webhooks[0]!.enabled, false);
+    await stage(t, tenant); // recorded while disabled
+    const enabled = await enableWebhook(db, hook.webhook);
+    assert.deepEqual(enabled, { webhook: hook.webhook, url: receiver.url, events: null, enabled: true, disabled_reason: null, created_at: enabled.created_at });
+    await stage(t, tenant);
+    const [gone, whileDisabled, afterEnable] = await eventsOf(t, tenant, 3);
+    await receiver.waitFor(2);
+    await sleep(1000);
+    assert.deepEqual(receiver.received.map((r) => [r.headers['webhook-id'], r.answer]), [[gone!.id, 410], [afterEnable!.id, 200]]);
+    assert.deepEqual([gone, whileDisabled, afterEnable].map((e) => e.type), ['import_process.staged', 'import_process.staged', 'import_process.staged']);
   });
 
   test('--events filters: an endpoint for import_process.completed gets only those', async () => {

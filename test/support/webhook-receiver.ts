@@ -3,9 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { after } from 'node:test';
 
 // A webhook receiver on 127.0.0.1 for tests: records every request and answers what the test says
-// (a status per request, in order, then `then`; or 'hang' to keep the request open until released).
+// (a status per request, in order, then `then`; or 'hang' to keep the request open until released),
+// and can go down (connections refused) and come back on the same port.
 
-export interface Received { path: string; headers: IncomingHttpHeaders; body: string; answer: Answer }
+export interface Received { path: string; headers: IncomingHttpHeaders; body: string; answer: Answer; /** Date.now() when it arrived. */ at: number }
 export type Answer = number | 'hang';
 
 export interface Receiver {
@@ -21,6 +22,9 @@ export interface Receiver {
   release(): void;
   /** Resolves once `count` requests arrived (rejects after timeoutMs). */
   waitFor(count: number, timeoutMs?: number): Promise<Received[]>;
+  /** Stops listening (connections are refused) until up() listens again on the same port. */
+  down(): Promise<void>;
+  up(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,18 +43,20 @@ export async function startReceiver(answers: Answer[] = [], then: Answer = 200):
       }
       return receiver.received;
     },
-    close: async () => {
+    down: async () => {
       receiver.release();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     },
+    up: () => new Promise<void>((resolve) => server.listen(receiver.port, '127.0.0.1', resolve)),
+    close: () => receiver.down(),
   };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const answer = receiver.answers.length > 0 ? receiver.answers.shift()! : receiver.then;
-      receiver.received.push({ path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answer });
+      receiver.received.push({ path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answer, at: Date.now() });
       if (answer === 'hang') return void hanging.push(res);
       if (answer >= 300 && answer < 400) res.setHeader('location', `http://127.0.0.1:${receiver.port}/elsewhere`);
       setTimeout(() => res.writeHead(answer).end(), receiver.delayMs);

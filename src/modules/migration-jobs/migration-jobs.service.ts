@@ -14,6 +14,7 @@ import {
   type RecordResult, type UploadReply,
 } from './migration-jobs.schemas.ts';
 import { ndjsonLines, UploadLimitExceeded, type Line } from './ndjson-lines.ts';
+import { UploadStalled } from './upload-idle.ts';
 import { RECORD_KEYS, recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
 import { INEXACT_NUMBER_DETAIL, inexactNumbersOf, recordInexactNumbers } from '../../core/json-numbers.ts';
 
@@ -160,6 +161,11 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
     if (error instanceof UploadLimitExceeded) {
       throw new AppError('payload_too_large', `An upload is at most ${deps.config.jobUploadLimitBytes} bytes; the records before the limit are kept.`,
         { extra: { received, total_records: total } });
+    }
+    if (error instanceof UploadStalled) {
+      throw new AppError('request_timeout', `No data arrived for ${error.idleMs / 1000} s: the upload was cut off. `
+        + `The ${received} records received before are kept; the job holds ${total}, send the lines after those.`,
+      { extra: { received, total_records: total } });
     }
     throw error;
   }

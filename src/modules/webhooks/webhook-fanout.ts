@@ -47,8 +47,9 @@ async function fanOutBatch(trx: Transaction<Database>, queue: JobQueue): Promise
     for (const endpoint of endpoints) {
       if (endpoint.organisation_id !== event.organisation_id) continue;
       if (endpoint.event_types !== null && !endpoint.event_types.includes(event.type)) continue;
-      // An endpoint receives the events recorded after it was created, not the history before it.
-      if (event.created_at < endpoint.created_at) continue;
+      // An endpoint receives the events recorded since it was created or last enabled again, not the
+      // history before it nor what happened while it was disabled.
+      if (event.created_at < endpoint.enabled_at) continue;
       jobs.push({ endpoint_id: endpoint.id, event_id: event.id, attempt: 1 });
     }
   }

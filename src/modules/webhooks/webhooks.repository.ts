@@ -31,6 +31,12 @@ export async function disableEndpoint(db: Db, id: string, reason: string): Promi
     .where('id', '=', id).where('enabled', '=', true).execute();
 }
 
+/** Enables a disabled endpoint from now on; undefined when it is unknown or enabled already (then nothing changes). */
+export function enableEndpoint(db: Db, id: string): Promise<EndpointRow | undefined> {
+  return db.updateTable('webhook_endpoints').set({ enabled: true, disabled_reason: null, enabled_at: sql<Date>`now()` })
+    .where('id', '=', id).where('enabled', '=', false).returningAll().executeTakeFirst();
+}
+
 /** Does the supplier's organisation have an enabled endpoint? (Decides whether an event triggers a fan-out.) */
 export async function supplierHasEndpoint(trx: Db, supplierId: number): Promise<boolean> {
   const row = await trx.selectFrom('webhook_endpoints as w')

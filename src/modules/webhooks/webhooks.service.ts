@@ -6,8 +6,8 @@ import { AdminError } from '../admin/admin.service.ts';
 import { EVENT_TYPES, type EventType } from '../events/event-types.ts';
 import * as repo from './webhooks.repository.ts';
 
-// The operator side of webhooks (D13), called by import-admin: create, list, delete, and the log of
-// an endpoint's deliveries. Failures are AdminError with a one-line reason, like the other commands.
+// The operator side of webhooks (D13), called by import-admin: create, list, enable, disable, delete,
+// and the log of an endpoint's deliveries. Failures are AdminError with a one-line reason, like the other commands.
 type Db = Kysely<Database>;
 
 /** How many delivery attempts `webhook deliveries` shows, newest first. */
@@ -87,6 +87,38 @@ export async function listWebhooks(db: Db, organisation: string): Promise<{ orga
 export async function deleteWebhook(db: Db, id: string): Promise<{ deleted: string }> {
   if (!(await repo.deleteEndpoint(db, id))) throw new AdminError(`no webhook "${id}"`);
   return { deleted: id };
+}
+
+/** The longest --reason a disable takes (it is shown by `list`). */
+export const REASON_MAX_LENGTH = 500;
+
+export function checkDisableReason(reason: string | undefined): void {
+  if (reason === undefined) return;
+  if (reason.trim() === '') throw new AdminError('--reason must not be empty');
+  if (reason.length > REASON_MAX_LENGTH) throw new AdminError(`--reason is longer than ${REASON_MAX_LENGTH} characters`);
+}
+
+/**
+ * Enables an endpoint again (disabled by a 410 or by an operator): it receives the events recorded
+ * from now on, not those recorded while it was disabled (the feed has them). Enabling an enabled
+ * endpoint changes nothing. Returns the endpoint as `list` shows it.
+ */
+export async function enableWebhook(db: Db, id: string): Promise<WebhookView> {
+  const row = (await repo.enableEndpoint(db, id)) ?? (await repo.findEndpoint(db, id));
+  if (!row) throw new AdminError(`no webhook "${id}"`);
+  return toView(row);
+}
+
+/**
+ * Stops deliveries to an endpoint, keeping it (its secret, filter and log): pending retries are
+ * dropped when they come up. Disabling a disabled endpoint keeps its first reason.
+ */
+export async function disableWebhook(db: Db, id: string, reason?: string): Promise<WebhookView> {
+  checkDisableReason(reason);
+  await repo.disableEndpoint(db, id, reason?.trim() ?? `disabled by an operator at ${new Date().toISOString()}`);
+  const row = await repo.findEndpoint(db, id);
+  if (!row) throw new AdminError(`no webhook "${id}"`);
+  return toView(row);
 }
 
 export async function webhookDeliveries(db: Db, id: string): Promise<{ webhook: string; deliveries: DeliveryView[] }> {
