@@ -5,6 +5,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly logLevel: string;
+  /** `json` (one JSON object a line, for collectors) or `pretty` (pino-pretty, for a terminal). */
+  readonly logFormat: 'json' | 'pretty';
   readonly bodyLimitBytes: number;
   readonly processConcurrencyLimit: number;
   readonly tokenSecret: string | undefined;
@@ -30,12 +32,22 @@ export interface Config {
   /** How often the queue's maintenance (expiring jobs of dead workers) runs. */
   readonly queueMaintenanceIntervalSeconds: number;
   readonly shutdownTimeoutMs: number;
-  /** Slow clients: the whole request (headers and body) must arrive within this. */
+  /** After SIGTERM, /readyz answers 503 for this long while requests are still served, then the server closes. */
+  readonly shutdownDrainMs: number;
+  /** Failed token requests a minute per client address, and per API key prefix, before 429 (0: no limit). */
+  readonly authFailuresPerAddress: number;
+  readonly authFailuresPerKey: number;
+  /** Slow clients: the whole request (headers and body) must arrive within this (migration-job uploads excepted). */
   readonly requestTimeoutMs: number;
   /** Slow clients: the headers must arrive within this (a slowloris is cut off here). */
   readonly headersTimeoutMs: number;
   /** An idle socket is closed after this. */
   readonly connectionTimeoutMs: number;
+  /**
+   * Migration-job record uploads are exempt from requestTimeoutMs (a large file on a slow link may
+   * take hours); one that receives no byte for this long is cut off with a 408 instead.
+   */
+  readonly uploadIdleTimeoutSeconds: number;
   readonly demoSeed: boolean;
   /** PostgreSQL sessions: idle-in-transaction and statement time-outs (ms, 0 = off), TCP keepalive delay. */
   readonly dbIdleInTransactionTimeoutMs: number;
@@ -51,6 +63,7 @@ export interface Config {
 
 // pino's levels: any other name makes pino throw at start-up, with a stack instead of one line.
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_FORMATS: string[] = ['json', 'pretty'];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -91,6 +104,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!['log', 'smtp'].includes(emailTransport)) problems.push(`EMAIL_TRANSPORT must be log or smtp, got "${emailTransport}"`);
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  // --- logs and shutdown (docs/operations.md) ---
+  const logFormat = (env.LOG_FORMAT || 'json') as Config['logFormat'];
+  if (!LOG_FORMATS.includes(logFormat)) problems.push(`LOG_FORMAT must be json or pretty, got "${logFormat}"`);
+  // --- end of logs and shutdown ---
   if (emailTransport === 'smtp' && !env.SMTP_URL) problems.push('SMTP_URL is required when EMAIL_TRANSPORT=smtp');
 
   const config: Config = {
@@ -99,6 +116,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: env.DATA_DIR || './data',
     logLevel,
+    logFormat,
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     processConcurrencyLimit: int('PROCESS_CONCURRENCY_LIMIT', 40, 0, 10_000),
     tokenSecret,
@@ -118,9 +136,13 @@ export function loadConfig(env: Env = process.env): Config {
     jobPauseRecheckSeconds: int('JOB_PAUSE_RECHECK_SECONDS', 30, 1, 3600),
     queueMaintenanceIntervalSeconds: int('QUEUE_MAINTENANCE_INTERVAL_SECONDS', 60, 1, 3600),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 5_000, 0, 600_000),
+    authFailuresPerAddress: int('AUTH_FAILURES_PER_ADDRESS', 30, 0, 100_000),
+    authFailuresPerKey: int('AUTH_FAILURES_PER_KEY', 10, 0, 100_000),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000),
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 30_000, 100, 3_600_000),
     connectionTimeoutMs: int('CONNECTION_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    uploadIdleTimeoutSeconds: int('UPLOAD_IDLE_TIMEOUT_SECONDS', 60, 1, 3600),
     demoSeed: bool('DEMO_SEED', !databaseUrl),
     dbIdleInTransactionTimeoutMs: int('DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 30_000, 0, 3_600_000),
     dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 60_000, 0, 3_600_000),

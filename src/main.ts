@@ -1,19 +1,21 @@
 import closeWithGrace from 'close-with-grace';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from './app.ts';
+import type { Readiness } from './http/shutdown.ts';
+import { createLogger } from './logger.ts';
 import { configOrExit, exitWith } from './exit.ts';
 import { acquireDataDirLock, DataDirLockedError, type DataDirLock } from './db/data-dir-lock.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
-import { demoBanner, seedDemo } from './modules/admin/demo-seed.ts';
+import { demoBanner, demoKeyFileInUse, seedDemo, writeDemoKeyFile } from './modules/admin/demo-seed.ts';
 import { createTokenService } from './modules/auth/token.service.ts';
 import { openQueue, startWorkers } from './workers.ts';
 
 // config → logger → store → migrate → app → listen; graceful shutdown on SIGTERM/SIGINT.
 async function main(): Promise<void> {
   const config = configOrExit();
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger(config);
 
   // The embedded store belongs to one process (D2): a second server, or import-admin, must not open it.
   let lock: DataDirLock | undefined;
@@ -29,27 +31,61 @@ async function main(): Promise<void> {
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sessionLimits: sessionLimitsOf(config) });
   const applied = await migrate(store);
   logger.info({ store: store.kind, applied }, 'store ready');
+  // First run: the demo key goes to a file before anything else can fail (docs/operations.md#first-run).
   const seed = config.demoSeed ? await seedDemo(store.db) : null;
-  if (seed) logger.info({ organisation: seed.organisation, supplier: seed.supplier, team: seed.team }, 'demo data created');
+  let keyFile: string | null = null;
+  if (seed) {
+    try {
+      keyFile = writeDemoKeyFile(config.dataDir, seed.apiKey);
+    } catch (error) {
+      logger.warn({ err: error, data_dir: config.dataDir }, 'the demo API key could not be saved to a file; it is printed once listening');
+    }
+    logger.info({ organisation: seed.organisation, supplier: seed.supplier, team: seed.team, key_file: keyFile }, 'demo data created');
+  } else if (config.demoSeed) {
+    keyFile = await demoKeyFileInUse(store.db, config.dataDir);
+  }
   const tokens = await createTokenService(store.db, config);
   const queue = await openQueue(store, logger, config);
-  const app = await buildApp({ config, store, tokens, queue, logger });
+  const readiness: Readiness = { draining: false };
+  const app = await buildApp({ config, store, tokens, queue, logger, readiness });
   const workers = await startWorkers({ store, queue, config, logger });
 
-  closeWithGrace({ delay: config.shutdownTimeoutMs, logger }, async ({ signal, err }) => {
-    if (err) logger.error({ err }, 'shutting down after an error');
-    else logger.info({ signal }, 'shutting down');
-    // Stop accepting, let in-flight requests finish, then close the store: a create runs in one
-    // transaction, so one cut short by the delay is rolled back, never half-written.
-    // Workers stop taking jobs and finish the ones in hand (a job cut short runs again elsewhere).
+  // Stop accepting, let in-flight requests finish, then close the store: a create runs in one
+  // transaction, so one cut short by the delay is rolled back, never half-written.
+  // Workers stop taking jobs and finish the ones in hand (a job cut short runs again elsewhere).
+  const stop = async () => {
     await Promise.all([app.close(), workers.stop()]);
     await queue.stop(config.shutdownTimeoutMs);
     await store.close();
     lock?.release();
+  };
+  const grace = closeWithGrace({ delay: config.shutdownDrainMs + config.shutdownTimeoutMs, logger }, async ({ signal, err }) => {
+    if (err) logger.error({ err }, 'shutting down after an error');
+    else logger.info({ signal }, 'shutting down');
+    readiness.draining = true;
+    // SIGTERM is how an orchestrator stops an instance: keep serving while /readyz says 503, so the
+    // load balancer stops sending before the port closes. SIGINT (Ctrl-C at a terminal) skips it.
+    if (signal === 'SIGTERM' && config.shutdownDrainMs > 0) {
+      logger.info({ drain_ms: config.shutdownDrainMs }, 'draining: /readyz answers 503, requests are still served');
+      await sleep(config.shutdownDrainMs);
+    }
+    await stop();
+    logger.info({}, 'stopped');
   });
 
-  await app.listen({ host: config.host, port: config.port });
-  if (seed) process.stdout.write(demoBanner(seed, baseUrlOf(app.server.address() as AddressInfo)));
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    grace.uninstall();
+    await stop();
+    const reason = (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+      ? `port ${config.port} on ${config.host} is already in use (set PORT to a free port)`
+      : `could not listen on ${config.host}:${config.port}: ${(error as Error).message}`;
+    exitWith(`cannot start: ${reason}${keyFile ? `; the demo API key is saved in ${keyFile}` : ''}`);
+  }
+  const baseUrl = baseUrlOf(app.server.address() as AddressInfo);
+  if (seed) process.stdout.write(demoBanner(seed, baseUrl, keyFile));
+  else if (keyFile) process.stdout.write(`Demo organisation "demo" from an earlier start: its API key is in ${keyFile}\n`);
 }
 
 // The address to paste into curl: a wildcard bind is reached on the loopback address.

@@ -1,5 +1,5 @@
 import closeWithGrace from 'close-with-grace';
-import { pino } from 'pino';
+import { createLogger } from './logger.ts';
 import { configOrExit, exitWith } from './exit.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
@@ -9,7 +9,7 @@ import { openQueue, startWorkers } from './workers.ts';
 // them apart. It needs PostgreSQL (the embedded store belongs to one process: the server's).
 async function main(): Promise<void> {
   const config = configOrExit();
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger(config);
   if (!config.databaseUrl) exitWith('cannot start: npm run worker needs DATABASE_URL (the embedded store belongs to the server process)');
   if (config.workerConcurrency === 0) exitWith('cannot start: WORKER_CONCURRENCY is 0, so there would be nothing to run');
 

@@ -3,6 +3,8 @@
 export const ERROR_CODES = [
   // 400: request shape and field rules (D4)
   'account_failed_validation', 'invalid', 'parse_error',
+  // 400: a path the router cannot read (a malformed percent-escape)
+  'bad_url',
   // 400: suppliers (D3, D6)
   'import_supplier_not_found', 'import_supplier_paused', 'import_supplier_complete',
   // 400: account state and creation (D6)
@@ -15,10 +17,10 @@ export const ERROR_CODES = [
   'migration_job_not_open', 'migration_job_empty', 'migration_job_finished', 'migration_job_not_finished', 'migration_job_too_large',
   // 401
   'not_authenticated', 'authentication_failed', 'token_expired',
-  // 404, 405, 413, 415, 429
-  'not_found', 'account_not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type',
-  'concurrency_limit_exceeded',
-  // socket-level (the request never reached a route): 408, 431
+  // 404, 405, 413, 414, 415, 429
+  'not_found', 'account_not_found', 'method_not_allowed', 'payload_too_large', 'uri_too_long', 'unsupported_media_type',
+  'concurrency_limit_exceeded', 'too_many_requests',
+  // socket-level (the request never reached a route), and a records upload that stalled: 408, 431
   'request_timeout', 'request_header_fields_too_large',
   // 5xx
   'payment_vendor_unavailable', 'service_unavailable', 'internal_error',
@@ -27,7 +29,7 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export function statusFor(code: ErrorCode): number {
   switch (code) {
-    case 'account_failed_validation': case 'invalid': case 'parse_error':
+    case 'account_failed_validation': case 'invalid': case 'parse_error': case 'bad_url':
     case 'import_supplier_not_found': case 'import_supplier_paused': case 'import_supplier_complete':
     case 'account_not_staged': case 'account_already_imported': case 'account_marked_to_skip':
     case 'account_import_in_progress': case 'operations_team_not_found': case 'supply_point_already_registered':
@@ -45,9 +47,11 @@ export function statusFor(code: ErrorCode): number {
       return 405;
     case 'payload_too_large':
       return 413;
+    case 'uri_too_long':
+      return 414;
     case 'unsupported_media_type':
       return 415;
-    case 'concurrency_limit_exceeded':
+    case 'concurrency_limit_exceeded': case 'too_many_requests':
       return 429;
     case 'request_timeout':
       return 408;

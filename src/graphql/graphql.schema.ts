@@ -2,12 +2,20 @@ import {
   GraphQLError, GraphQLInputObjectType, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString,
 } from 'graphql';
 import { AppError } from '../core/errors.ts';
+import type { AuthThrottle } from '../modules/auth/auth-throttle.service.ts';
 import type { TokenPair, TokenService } from '../modules/auth/token.service.ts';
 
 // The GraphQL interface of D3: one mutation, obtainToken, that trades an organisation API key or a
 // refresh token for a token pair. `input` is a @oneOf input, so the library itself rejects a request
 // that gives both or neither. A failure is a GraphQL error with `extensions.code` and a null result.
-export interface GraphqlContext { tokens: TokenService }
+export interface GraphqlContext {
+  tokens: TokenService;
+  throttle: AuthThrottle;
+  /** The client's address, for the throttle. */
+  address: string;
+  /** Set when the throttle refused: the route answers 429 with this Retry-After. */
+  retryAfter?: string;
+}
 
 export interface ObtainTokenInput { APIKey?: string; refreshToken?: string }
 
@@ -39,14 +47,21 @@ const MutationType = new GraphQLObjectType<unknown, GraphqlContext>({
       type: ObtainTokenPayloadType,
       description: 'Issues a token and a refresh token for an API key, or for a refresh token.',
       args: { input: { type: new GraphQLNonNull(ObtainTokenInputType) } },
-      resolve: async (_root, args: { input: ObtainTokenInput }, { tokens }) => {
+      resolve: async (_root, args: { input: ObtainTokenInput }, context) => {
+        const { tokens, throttle, address } = context;
         const { APIKey, refreshToken } = args.input;
         try {
+          await throttle.check(address, APIKey);
           return APIKey !== undefined
             ? await tokens.obtainWithApiKey(APIKey)
             : await tokens.obtainWithRefreshToken(refreshToken ?? '');
         } catch (error) {
-          if (error instanceof AppError) throw new GraphQLError(error.detail, { extensions: { code: error.code } });
+          if (error instanceof AppError) {
+            if (error.code === 'too_many_requests') context.retryAfter = error.headers?.['Retry-After'];
+            // An expired refresh token is an honest client's mistake; a wrong key or token is counted.
+            if (error.code === 'authentication_failed') await throttle.recordFailure(address, APIKey);
+            throw new GraphQLError(error.detail, { extensions: { code: error.code } });
+          }
           throw error;
         }
       },

@@ -3,6 +3,11 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { AppError } from '../core/errors.ts';
 import { isStoreUnavailable, isUnstorableInput } from '../db/errors.ts';
+import { isExemptFromRequestDeadline } from './request-deadline.ts';
+import { logRequestCompleted, noteErrorCode } from './request-log.ts';
+
+/** The router's limit on one path parameter, in characters after decoding (Fastify's default). */
+export const MAX_PATH_PARAM_LENGTH = 100;
 
 // The one mapper: every failure (an AppError, a framework error, a driver error, the unexpected)
 // becomes an AppError here, and every error body is written from one. The REST routes, the 404/405
@@ -11,10 +16,40 @@ import { isStoreUnavailable, isUnstorableInput } from '../db/errors.ts';
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     const appError = toAppError(error);
-    if (appError.status >= 500) request.log.error({ err: error }, 'request failed');
+    logFailure(request, error, appError);
     void reply.code(appError.status).headers(appError.headers ?? {}).send(appError.body());
   });
 }
+
+// --- logging a failure (docs/operations.md#logs) ---
+/**
+ * Notes the code for the request's log line, and logs what an operator must look at. An AppError is
+ * an answer the service chose: a vendor down or timing out, the create limit reached. Those are
+ * warnings with the code and detail, no stack; client mistakes only show on the request's line.
+ * Anything else that ends in a 5xx, and a deliberate internal_error, is an error with its stack.
+ */
+export function logFailure(request: FastifyRequest, error: unknown, appError: AppError): void {
+  noteErrorCode(request, appError.code);
+  const expected = error instanceof AppError && appError.code !== 'internal_error';
+  if (expected && (appError.status >= 500 || appError.status === 429)) {
+    request.log.warn({ code: appError.code, detail: appError.detail }, 'request refused: an upstream service or limit');
+  } else if (!expected && appError.status >= 500) {
+    request.log.error({ err: error }, 'request failed');
+  }
+}
+
+/**
+ * Errors Fastify raises while routing, before any hook or handler (a malformed percent-escape, a
+ * path parameter over the length limit): its `frameworkErrors` option hands them here, and they are
+ * answered in the same body as everything else.
+ */
+export function handleFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const appError = toAppError(error);
+  logFailure(request, error, appError);
+  reply.raw.once('finish', () => logRequestCompleted(request, reply));
+  void reply.code(appError.status).headers(appError.headers ?? {}).send(appError.body());
+}
+// --- end of logging a failure ---
 
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
@@ -30,6 +65,10 @@ export function toAppError(error: unknown): AppError {
       return new AppError('parse_error', 'The body is empty; send a JSON document.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new AppError('parse_error', 'The body is not valid JSON.');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new AppError('uri_too_long', `A path segment is longer than the ${MAX_PATH_PARAM_LENGTH} characters allowed.`);
+    case 'FST_ERR_BAD_URL':
+      return new AppError('bad_url', 'The path holds a malformed percent-escape (a "%" not followed by a valid UTF-8 sequence).');
     default:
       break;
   }
@@ -56,6 +95,8 @@ export function toAppError(error: unknown): AppError {
  * route or reply exists yet, so the JSON body of D4 is written to the socket directly.
  */
 export function handleClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  // A records upload past REQUEST_TIMEOUT_MS goes on: its own idle limit guards it (request-deadline.ts).
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && isExemptFromRequestDeadline(socket)) return;
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;

@@ -63,6 +63,21 @@ describe('GET account-transfer-status/<code>/<ext>/ (spec 4.8, D6)', () => {
     });
   });
 
+  test('last_error only while not imported: a failure before the create, and a repeated create after it, are not shown', async () => {
+    const tenant = await createTenant(t);
+    const payload = await stage(t, tenant);
+    const ext = payload.external_account_number;
+    const failed = await processAccount(t, tenant, ext, { operations_team_name: unique('no-team') });
+    assert.equal(failed.json.code, 'operations_team_not_found');
+    const created = await processAccount(t, tenant, ext);
+    assert.equal(created.status, 201);
+    const again = await processAccount(t, tenant, ext);
+    assert.equal(again.json.code, 'account_already_imported');
+    assert.deepEqual((await statusOf(tenant, ext)).json, {
+      status: 'COMPLETED', service_account_number: created.json.service_account_number, last_error: null,
+    });
+  });
+
   test('IN_PROGRESS while another session holds the account\'s create lock', { skip: PG_ONLY }, async () => {
     const tenant = await createTenant(t);
     const payload = await stage(t, tenant);

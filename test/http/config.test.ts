@@ -19,3 +19,10 @@ test('npm start with a bad setting exits 2 and says which, without a stack', () 
   assert.equal(run.status, 2);
   assert.equal(run.stderr, 'invalid configuration:\n  - LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"\n');
 });
+
+test('LOG_FORMAT is json or pretty, SHUTDOWN_DRAIN_MS a whole number: anything else is one line each', () => {
+  assert.throws(() => loadConfig({ LOG_FORMAT: 'text', SHUTDOWN_DRAIN_MS: '1.5' }), (error: unknown) => error instanceof ConfigError
+    && error.message === 'invalid configuration:\n  - LOG_FORMAT must be json or pretty, got "text"\n  - SHUTDOWN_DRAIN_MS must be a whole number from 0 to 600000, got "1.5"');
+  assert.deepEqual([loadConfig({}).logFormat, loadConfig({}).shutdownDrainMs], ['json', 5000]);
+  assert.deepEqual([loadConfig({ LOG_FORMAT: 'pretty', SHUTDOWN_DRAIN_MS: '0' }).logFormat, loadConfig({ SHUTDOWN_DRAIN_MS: '0' }).shutdownDrainMs], ['pretty', 0]);
+});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -78,7 +78,7 @@ describe('the server process on the embedded store', { skip: onPostgres && 'embe
   test('a fresh start seeds demo data and prints a working key and curl lines; the store is locked while it runs', async () => {
     const server = await startMain(env, { waitFor: /^ Another key later/m });
     after(() => server.stop());
-    const key = /Demo API key \(shown only this once\): (\S+)/.exec(server.stdout())?.[1];
+    const key = /Demo API key: (\S+)/.exec(server.stdout())?.[1];
     assert.match(key ?? '', /^ak_[0-9a-f]{12}\.[\w-]{43}$/);
     assert.match(server.stdout(), /organisation "demo", import supplier "DEMO" \(ongoing\), operations team "Operations"/);
 
@@ -153,7 +153,10 @@ describe('several instances over one empty PostgreSQL', { skip: !onPostgres && '
 
   test('two servers started at once both come up, and seed the demo data once', async () => {
     const url = await freshDatabase();
-    const env = { DATABASE_URL: url, DEMO_SEED: 'true' };
+    // The seeding instance saves the demo key file in DATA_DIR: a directory of the test's, not ./data.
+    const dataDir = mkdtempSync(join(tmpdir(), 'import-pg-seed-'));
+    after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const env = { DATABASE_URL: url, DEMO_SEED: 'true', DATA_DIR: dataDir };
     const servers: MainProcess[] = await Promise.all([startMain(env), startMain(env)]);
     after(() => Promise.all(servers.map((s) => s.stop())));
     for (const server of servers) assert.deepEqual((await server.fetchJson('GET', '/readyz')).json, { status: 'ready' });
@@ -161,6 +164,8 @@ describe('several instances over one empty PostgreSQL', { skip: !onPostgres && '
     after(() => store.close());
     const orgs = await store.db.selectFrom('organisations').select('name').execute();
     assert.deepEqual(orgs, [{ name: 'demo' }]);
+    // With DATABASE_URL the seeding instance saves the key in its DATA_DIR.
+    assert.match(readFileSync(join(dataDir, 'demo-key.txt'), 'utf8'), /^ak_[0-9a-f]{12}\.[\w-]{43}\n$/);
     for (const server of servers) assert.equal(await server.stop(), 0);
   });
 });

@@ -226,6 +226,30 @@ describe('validate-account: one failing payload per rule (D5)', () => {
   }
 });
 
+describe('validate-account: UK numbers reserved for drama', () => {
+  test('a refused one says it is not a real number (a mobile with its +, a national landline), not that a + is missing', async () => {
+    const drama = 'This number is in a UK range reserved for drama and fiction (TV, film, books): it is not a real phone number.';
+    const res = await validate(mutated((p) => {
+      p.customers[0].mobile = '+44 7700 900123';
+      p.customers[0].landline = '01632 960123';
+    }));
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json, {
+      detail: 'The account data failed validation.', code: 'account_failed_validation', errors: [
+        { detail: drama, code: 'invalid_phone_number', attr: 'customers.0.mobile' },
+        { detail: drama, code: 'invalid_phone_number', attr: 'customers.0.landline' },
+      ],
+    });
+  });
+
+  test('an invalid number outside those ranges keeps the format message', async () => {
+    const res = await validate(mutated((p) => { p.customers[0].mobile = '+44 7911 12'; }));
+    assert.deepEqual(res.json.errors, [
+      { detail: 'Enter a valid phone number in international format with a leading +.', code: 'invalid_phone_number', attr: 'customers.0.mobile' },
+    ]);
+  });
+});
+
 describe('validate-account: several errors at once', () => {
   test('every error in one answer, in document order', async () => {
     const p = mutated((p) => {

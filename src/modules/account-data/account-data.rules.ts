@@ -1,6 +1,6 @@
 import { registerRules, type RuleCheck } from '../../core/validation.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { BOUNDS, isCountryCode, isPhoneNumber, isRealDate } from './field-checks.ts';
+import { BOUNDS, DRAMA_NUMBER_DETAIL, isCountryCode, isDramaNumber, isPhoneNumber, isRealDate } from './field-checks.ts';
 
 // Cross-field rules of the account data (D5). They run on whatever was sent, even when the schema
 // already failed it, so every access is guarded: a value of the wrong shape is skipped here (the
@@ -25,7 +25,8 @@ function checkPhones(account: Record<string, unknown>, found: Found): void {
     if (!isPhoneNumber(value, usableCountry)) {
       found.push({
         path, code: 'invalid_phone_number',
-        detail: 'Enter a valid phone number: international with a leading +, or national in the billing address\'s country.',
+        detail: isDramaNumber(value, usableCountry) ? DRAMA_NUMBER_DETAIL
+          : 'Enter a valid phone number: international with a leading +, or national in the billing address\'s country.',
       });
     }
   };

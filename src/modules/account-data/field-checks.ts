@@ -37,9 +37,30 @@ export function isPhoneNumber(value: string, country?: string): boolean {
   return parsed?.isValid() ?? false;
 }
 
+// Ofcom keeps these UK ranges for drama and fiction (TV, film, books): they look real and never
+// ring anyone. Some pass libphonenumber's metadata and some do not; those refused are refused with
+// a message that says why, rather than one about format. National significant numbers (no 0, no +44).
+const UK_DRAMA_RANGES = [
+  /^7700900\d{3}$/, // mobile 07700 900000-900999
+  /^1(?:1[3-8]|[2-6]1)4960\d{3}$/, // 0113-0118, 0121-0161 496 0000-0999
+  /^1914980\d{3}$/, /^2079460\d{3}$/, /^2896496\d{3}$/, /^2920180\d{3}$/, /^1632960\d{3}$/,
+  /^8081570\d{3}$/, /^9098790\d{3}$/, /^3069990\d{3}$/,
+];
+
+export const DRAMA_NUMBER_DETAIL = 'This number is in a UK range reserved for drama and fiction (TV, film, books): it is not a real phone number.';
+
+/** A UK number from a range reserved for drama (international, or national when `country` is GB). */
+export function isDramaNumber(value: string, country?: string): boolean {
+  const international = value.startsWith('+');
+  if (!international && country !== 'GB') return false;
+  const parsed = parsePhoneNumberFromString(value, { ...(international ? {} : { defaultCountry: 'GB' as CountryCode }), extract: false });
+  return parsed?.countryCallingCode === '44' && UK_DRAMA_RANGES.some((range) => range.test(parsed.nationalNumber));
+}
+
 /** A path relative to the supplier's documents root (D8): no leading `/`, no `..`, no empty segment, no `\`. */
 export function isRelativeDocumentPath(value: string): boolean {
   if (value === '' || value.includes('\\')) return false;
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   if (/[\u0000-\u001f\u007f]/.test(value)) return false;
   return value.split('/').every((segment) => segment !== '' && segment !== '..' && segment !== '.');
 }
@@ -65,10 +86,11 @@ registerRules('email-or-empty', (value) =>
     ? [{ path: '', code: 'invalid_email', detail: 'Enter a valid email address.' }]
     : []);
 
-registerRules('international-phone', (value) =>
-  inBounds(value, BOUNDS.phone) && !isPhoneNumber(value)
-    ? [{ path: '', code: 'invalid_phone_number', detail: 'Enter a valid phone number in international format with a leading +.' }]
-    : []);
+registerRules('international-phone', (value) => {
+  if (!inBounds(value, BOUNDS.phone) || isPhoneNumber(value)) return [];
+  const detail = isDramaNumber(value) ? DRAMA_NUMBER_DETAIL : 'Enter a valid phone number in international format with a leading +.';
+  return [{ path: '', code: 'invalid_phone_number', detail }];
+});
 
 registerRules('document-path', (value) =>
   inBounds(value, BOUNDS.documentPath) && value !== '' && !isRelativeDocumentPath(value)

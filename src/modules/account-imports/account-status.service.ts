@@ -18,6 +18,8 @@ export async function accountStatus(db: Kysely<Database>, caller: Caller, code: 
   return {
     status,
     service_account_number: row.service_account_number ?? '',
-    last_error: row.failed ? { code: row.error_code ?? 'internal_error', detail: row.error_detail ?? '' } : null,
+    // Once imported, a failed attempt is history (a repeated create answers account_already_imported
+    // and records it): the account's status has no error to report.
+    last_error: status !== 'COMPLETED' && row.failed ? { code: row.error_code ?? 'internal_error', detail: row.error_detail ?? '' } : null,
   };
 }

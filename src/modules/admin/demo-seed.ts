@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
+import { closeSync, fchmodSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Database } from '../../db/schema.ts';
-import { countOrganisations, findTeamByName } from './admin.repository.ts';
+import { countOrganisations, findApiKeyByPrefix, findOrganisationByName, findTeamByName } from './admin.repository.ts';
 import { AdminError, createOrganisation, createSupplier, createTeam } from './admin.service.ts';
 
 // A fresh store with no organisation at all gets something to try the API with at once (D2): an
@@ -26,8 +28,44 @@ export async function seedDemo(db: Kysely<Database>): Promise<DemoSeed | null> {
   return { ...DEMO, apiKey };
 }
 
+// The key is shown once on the console, and kept in a file readable by this user only, so that a
+// start that fails after seeding (the port taken) or a console scrolled away does not lose it.
+export const DEMO_KEY_FILE = 'demo-key.txt';
+
+/** Writes the key to `dir`/demo-key.txt with mode 600; returns the file's absolute path. */
+export function writeDemoKeyFile(dir: string, apiKey: string): string {
+  const path = resolve(dir, DEMO_KEY_FILE);
+  mkdirSync(resolve(dir), { recursive: true });
+  const fd = openSync(path, 'w', 0o600);
+  try {
+    fchmodSync(fd, 0o600); // a file that existed keeps its mode through open: tighten it before writing
+    writeSync(fd, `${apiKey}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  return path;
+}
+
+/**
+ * On a later start: the key file's path when it holds a key of the demo organisation that is still
+ * valid (not revoked), so the console can say where it is; null otherwise.
+ */
+export async function demoKeyFileInUse(db: Kysely<Database>, dir: string): Promise<string | null> {
+  const path = resolve(dir, DEMO_KEY_FILE);
+  let apiKey: string;
+  try {
+    apiKey = readFileSync(path, 'utf8').trim();
+  } catch {
+    return null;
+  }
+  const [key, organisation] = await Promise.all([
+    findApiKeyByPrefix(db, apiKey.split('.')[0] ?? ''), findOrganisationByName(db, DEMO.organisation),
+  ]);
+  return key && key.revoked_at === null && organisation && key.organisation_id === organisation.id ? path : null;
+}
+
 /** What a newcomer reads on the console: what was created, the key, and curl lines to try it. */
-export function demoBanner(seed: DemoSeed, baseUrl: string): string {
+export function demoBanner(seed: DemoSeed, baseUrl: string, keyFile: string | null): string {
   const mutation = `mutation ObtainToken { obtainToken(input: {APIKey: \\"${seed.apiKey}\\"}) { token expiresIn refreshToken refreshExpiresIn } }`;
   const obtain = `curl -s -X POST ${baseUrl}/graphql -H 'Content-Type: application/json' -d '{"query": "${mutation}"}'`;
   const extract = `node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).data.obtainToken.token))'`;
@@ -37,7 +75,8 @@ export function demoBanner(seed: DemoSeed, baseUrl: string): string {
     ' DEMO DATA CREATED: this store had no organisation, so the service created',
     `   organisation "${seed.organisation}", import supplier "${seed.supplier}" (ongoing), operations team "${seed.team}"`,
     '',
-    ` Demo API key (shown only this once): ${seed.apiKey}`,
+    ` Demo API key: ${seed.apiKey}`,
+    keyFile ? `   (also saved in ${keyFile}, readable by you only)` : '   (not saved to a file: see the log)',
     '',
     ' Get a token:',
     `   ${obtain}`,
