@@ -18,8 +18,6 @@ const history = {
     { body: 'Direct debit moved over with the account.', created_at: '2024-03-02T09:00:00Z', is_pinned: true, unpin_at: '2024-09-01T00:00:00Z' },
   ],
 };
-export type JobHistory = typeof history;
-export const JOB_HISTORY: JobHistory = history;
 const HISTORY_JSON = JSON.stringify(history).slice(1, -1);
 
 /** Line n (0-based) of the job: account template n % k with number n, then the history. */

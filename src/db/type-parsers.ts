@@ -4,8 +4,8 @@
 // - date → 'YYYY-MM-DD' string: a calendar date has no time zone; a JS Date would invent one.
 // - numeric → decimal string (both drivers' default): money is never a float.
 // - timestamptz → Date (both drivers' default).
-export const INT8_OID = 20;
-export const DATE_OID = 1082;
+const INT8_OID = 20;
+const DATE_OID = 1082;
 
 export const typeParsers: Record<number, (value: string) => unknown> = {
   [INT8_OID]: (value) => Number(value),

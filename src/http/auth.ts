@@ -1,4 +1,4 @@
-import type { FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Caller } from '../core/caller.ts';
 import { AppError } from '../core/errors.ts';
 import type { TokenService } from '../modules/auth/token.service.ts';
@@ -11,7 +11,7 @@ declare module 'fastify' {
  * The REST guard: `Authorization: Token <token>` (spec 5, D3). Runs before the body is parsed. The scheme
  * name is case-insensitive (RFC 9110 11.1), so `token …` works too.
  */
-export function authGuard(tokens: TokenService): onRequestHookHandler {
+export function authGuard(tokens: TokenService): onRequestAsyncHookHandler {
   return async (request) => authenticate(tokens, request);
 }
 

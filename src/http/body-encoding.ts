@@ -32,7 +32,8 @@ export function registerBodyReading(app: FastifyInstance, bodyLimit: number): vo
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = String(body); // parseAs 'string' hands a string
-    parseJson(request, text, (error: Error | null, value?: unknown) => {
+    // The default parser answers through the callback; it returns nothing to await.
+    void parseJson(request, text, (error: Error | null, value?: unknown) => {
       if (!error) recordInexactNumbers(text, value);
       done(error, value);
     });

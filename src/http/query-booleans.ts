@@ -3,8 +3,6 @@
 // names before validation; anything else is left as it is and fails validation as `invalid`.
 const SPELLINGS = new Map<string, boolean>([['true', true], ['1', true], ['false', false], ['0', false]]);
 
-export const QUERY_BOOLEAN_SPELLINGS = 'true, false, True, False, TRUE, FALSE, 1 or 0';
-
 /** A function that rewrites, in place, the boolean parameters of a query string schema. */
 export function queryBooleanReader(schema: unknown): (query: unknown) => void {
   const properties = (schema as { properties?: Record<string, { type?: unknown }> } | null)?.properties ?? {};

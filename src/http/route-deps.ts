@@ -1,14 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
-import type { StoreKind } from '../db/store.ts';
 import type { TokenService } from '../modules/auth/token.service.ts';
 import type { JobQueue } from '../queue/queue.ts';
 
 /** What every route plugin receives from buildApp as its options; no global decorators. */
 export interface RouteDeps {
   db: Kysely<Database>;
-  storeKind: StoreKind;
   config: Config;
   tokens: TokenService;
   queue: JobQueue;

@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import PgBoss from 'pg-boss';
+import { isStoreUnavailable } from '../db/errors.ts';
 import type { Database } from '../db/schema.ts';
 import type { Store } from '../db/store.ts';
 
@@ -102,14 +103,6 @@ function adapterFor(db: Kysely<Database> | Transaction<Database>, runScript?: St
 /** About a minute of retries (100 ms doubling, at most 5 s apart) before a queue statement gives up. */
 const STORE_RETRY_ATTEMPTS = 16;
 
-/** The store could not be reached (a restart, a network cut). */
-export function isStoreUnavailable(error: unknown): boolean {
-  const e = error as { code?: unknown; message?: unknown };
-  const code = typeof e?.code === 'string' ? e.code : '';
-  return ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08003', '08006'].includes(code)
-    || /Connection terminated|timeout exceeded when trying to connect|not queryable|connect ECONNREFUSED/.test(String(e?.message ?? ''));
-}
-
 export function createJobQueue(store: Store, options: QueueOptions = {}): JobQueue {
   const boss = new PgBoss({
     db: adapterFor(store.db, store.withSession.bind(store)),
@@ -177,12 +170,12 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       }));
       await boss.insert(jobs, trx ? { db: adapterFor(trx) } : {});
     },
-    async work(name, { concurrency, pollingIntervalSeconds = 1 }, handler) {
+    async work<T>(name: string, { concurrency, pollingIntervalSeconds = 1 }: WorkOptions, handler: JobHandler<T>) {
       // pg-boss 10 runs one job at a time per worker; concurrency is that many workers.
       for (let i = 0; i < concurrency; i += 1) {
         let workerId: string | undefined;
         // eslint-disable-next-line prefer-const -- the handler may run before work() resolves: a const would still be in its TDZ
-        workerId = await boss.work<unknown>(name, { batchSize: 1, pollingIntervalSeconds, includeMetadata: true }, async ([job]) => {
+        workerId = await boss.work<T>(name, { batchSize: 1, pollingIntervalSeconds, includeMetadata: true }, async ([job]) => {
           if (!job) return;
           inFlight.set(name, (inFlight.get(name) ?? 0) + 1);
           try {

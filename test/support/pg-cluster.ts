@@ -57,7 +57,7 @@ export async function startPgCluster(): Promise<PgCluster> {
       return await run(file, argv, { timeout: 60_000 });
     } catch (error) {
       const e = error as { stderr?: string; stdout?: string; message: string };
-      throw new Error(`${program} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+      throw new Error(`${program} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: error });
     }
   };
   const data = join(dir, 'data');

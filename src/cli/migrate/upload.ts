@@ -88,12 +88,11 @@ async function uploadOnce(session: ApiSession, jobId: string, file: string, skip
 export async function uploadRemaining(
   session: ApiSession, jobId: string, file: string, onProgress: (p: UploadProgress) => void, signal: AbortSignal,
 ): Promise<UploadOutcome> {
-  let received = 0;
   let firstSkip: number | null = null;
   for (let attempt = 1; ; attempt++) {
     const job = dataOf(await session.client.GET('/v1/data-import/migration-jobs/{job_id}/', { params: { path: { job_id: jobId } } }));
     firstSkip ??= job.counts.total;
-    received = job.counts.total - firstSkip;
+    const received = job.counts.total - firstSkip;
     try {
       const reply = await uploadOnce(session, jobId, file, job.counts.total, onProgress, signal);
       return { received: received + reply.received, total_records: reply.total_records, skipped: firstSkip };

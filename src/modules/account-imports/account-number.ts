@@ -5,8 +5,6 @@ import { randomInt } from 'node:crypto';
 // the caller draws again; accounts are never deleted, so a number is never reused.
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
-export const ACCOUNT_NUMBER_PATTERN = /^A-[0-9A-Z]{8}$/;
-
 export function newAccountNumber(): string {
   let number = 'A-';
   for (let i = 0; i < 8; i += 1) number += ALPHABET[randomInt(ALPHABET.length)];

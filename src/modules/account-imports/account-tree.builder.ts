@@ -1,5 +1,5 @@
-import type { Transaction } from 'kysely';
-import type { Database } from '../../db/schema.ts';
+import type { Insertable, Transaction } from 'kysely';
+import type { AgreementsTable, Database, MetersTable, TransferReadingsTable } from '../../db/schema.ts';
 import type { AccountData, Register, SupplyPoint } from '../account-data/account-data.schemas.ts';
 import { insertNotes } from '../notes/notes.repository.ts';
 import * as tree from './account-tree.repository.ts';
@@ -66,9 +66,9 @@ export async function writeAccountTree(trx: Transaction<Database>, accountId: nu
   })));
   const pointIdOf = (addressId: number, pointIndex: number) => pointIds.get(`${addressId}:${pointIndex}`)!;
 
-  const agreements: tree.AgreementRow[] = [];
-  const meters: Array<tree.MeterRow & { registers: Register[] }> = [];
-  const readings: tree.TransferReadingRow[] = [];
+  const agreements: Insertable<AgreementsTable>[] = [];
+  const meters: Array<Insertable<MetersTable> & { registers: Register[] }> = [];
+  const readings: Insertable<TransferReadingsTable>[] = [];
   for (const { point, pointIndex, addressId } of points) {
     const supplyPointId = pointIdOf(addressId, pointIndex);
     (point.agreements ?? []).forEach((a, position) => agreements.push({

@@ -7,7 +7,7 @@ import type { Caller } from '../../core/caller.ts';
 import { recordEvent } from '../events/events.repository.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import * as repo from './payment-instructions.repository.ts';
-import { createVendorClient, type VendorClientFactory } from './vendors/vendor-factory.ts';
+import { createVendorClient } from './vendors/vendor-factory.ts';
 
 type Db = Kysely<Database>;
 
@@ -18,7 +18,7 @@ type Db = Kysely<Database>;
  * own; the partial unique index settles races between requests that both found no active instruction.
  */
 export async function createPaymentInstruction(
-  db: Db, caller: Caller, body: CreatePaymentInstructionBody, clientFor: VendorClientFactory = createVendorClient,
+  db: Db, caller: Caller, body: CreatePaymentInstructionBody,
 ): Promise<CreatePaymentInstructionReply> {
   const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
   const account = await findImportedAccount(db, supplier.id, body.external_account_number);
@@ -39,7 +39,7 @@ export async function createPaymentInstruction(
   const active = await repo.findActiveInstruction(db, account.id);
   if (active) return alreadyStored(active);
 
-  const result = await clientFor(vendor).fetchInstruction(body.reference);
+  const result = await createVendorClient(vendor).fetchInstruction(body.reference);
   switch (result.outcome) {
     case 'not_found':
       throw AppError.field('payment_instruction_not_found', result.detail, 'reference');

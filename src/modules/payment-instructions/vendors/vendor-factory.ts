@@ -6,7 +6,6 @@ import type { PaymentVendor, PaymentVendorClient } from './vendor.ts';
 
 // From a payment_vendors row to a client that already retries. A new kind is one more case here
 // (and in VENDOR_KINDS of the admin service, which the CLI checks).
-export type VendorClientFactory = (vendor: PaymentVendor) => PaymentVendorClient;
 
 export function createVendorClient(vendor: PaymentVendor, policy: RetryPolicy = retryPolicyFor(vendor.timeout_ms)): PaymentVendorClient {
   return timed(vendor, withRetries(createBaseClient(vendor), policy));
