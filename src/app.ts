@@ -1,5 +1,3 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
@@ -8,14 +6,16 @@ import type { Store } from './db/store.ts';
 import { graphqlRoutes } from './graphql/graphql.routes.ts';
 import { authenticate, authGuard, isGuardedPath } from './http/auth.ts';
 import { registerBodyReading } from './http/body-encoding.ts';
-import { handleClientError, registerErrorHandling } from './http/error-handler.ts';
+import { handleClientError, handleFrameworkError, MAX_PATH_PARAM_LENGTH, registerErrorHandling } from './http/error-handler.ts';
+import { RequestLog } from './http/request-log.ts';
+import { registerShutdownAnswers, sendDraining, type Readiness } from './http/shutdown.ts';
 import { AppError } from './core/errors.ts';
 import { queryBooleanReader } from './http/query-booleans.ts';
 import { trackRoutes } from './http/method-not-allowed.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerDashboard } from './http/dashboard.ts';
 import { registerDomainMetrics } from './http/domain-metrics.ts';
-import { ErrorBody } from './schemas/error-body.ts';
+import { registerOpenApi } from './http/openapi.ts';
 import type { RouteDeps } from './http/route-deps.ts';
 import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from './core/validation.ts';
 import { accountDataRoutes } from './modules/account-data/account-data.routes.ts';
@@ -38,10 +38,12 @@ export interface AppOptions {
   /** The job queue (started by the caller): routes enqueue work on it. */
   queue: JobQueue;
   logger?: FastifyBaseLogger;
+  /** Set `draining` on SIGTERM: /readyz then answers 503 (main.ts). */
+  readiness?: Readiness;
 }
 
 /** Builds the whole HTTP app over a store. Never listens: main.ts and the tests do that. */
-export async function buildApp({ config, store, tokens, queue, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false } }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
@@ -60,13 +62,19 @@ export async function buildApp({ config, store, tokens, queue, logger }: AppOpti
       connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(config.headersTimeoutMs, config.requestTimeoutMs) / 4))),
     },
     clientErrorHandler: handleClientError,
-    return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Routing errors (bad percent-escapes, over-long path parameters) and requests arriving while
+    // the server closes are answered in the one error body (error-handler.ts, http/shutdown.ts).
+    frameworkErrors: handleFrameworkError,
+    return503OnClosing: false,
+    // One line per request, with the route, the error code and the subject (http/request-log.ts).
+    logController: new RequestLog(),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
   });
   // Bodies are JSON only (D4): without this, Fastify's built-in text/plain parser would accept a
   // text body and fail it as a validation error instead of answering 415.
   app.removeContentTypeParser('text/plain');
   registerBodyReading(app, config.bodyLimitBytes);
+  registerShutdownAnswers(app, readiness);
 
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
@@ -96,25 +104,13 @@ export async function buildApp({ config, store, tokens, queue, logger }: AppOpti
       : new AppError('not_found', `No route for ${request.method} ${path}.`);
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'Account migration import service',
-        version: '1.0.0',
-        description: 'Validate, stage and create supplier accounts, then import their notes, transactions, statements and payment instructions. Error bodies follow spec section 7; every string and array bound is listed on its field.',
-      },
-      components: { securitySchemes: { Token: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'Token <token>, from the obtainToken mutation at POST /graphql' } } },
-      security: [{ Token: [] }],
-    },
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await registerOpenApi(app);
 
   registerDomainMetrics(registerMetrics(app), store.db);
   registerDashboard(app);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async () => {
+  app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
+    if (readiness.draining) return sendDraining(request, reply);
     try {
       await sql`select 1`.execute(store.db);
     } catch {
@@ -123,14 +119,10 @@ export async function buildApp({ config, store, tokens, queue, logger }: AppOpti
     return { status: 'ready' };
   });
 
-  const deps: RouteDeps = { db: store.db, storeKind: store.kind, config, tokens, queue };
+  const deps: RouteDeps = { db: store.db, config, tokens, queue };
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));
-    // Every route behind the guard can answer 401: say so once, for the OpenAPI document.
-    v1.addHook('onRoute', (route) => {
-      route.schema = { ...route.schema, response: { 401: ErrorBody, ...(route.schema?.response as object | undefined) } };
-    });
     for (const routes of [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes, statementsRoutes,
       paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, statsRoutes]) {
       await v1.register(routes, deps);

@@ -12,145 +12,9 @@ export interface paths {
         put?: never;
         /**
          * GraphQL: obtain a token
-         * @description Issues tokens (D3). Example body: `{"query": "mutation ObtainToken { obtainToken(input: {APIKey: \"ak_...\"}) { token expiresIn refreshToken refreshExpiresIn } }"}`. `input` takes exactly one of `APIKey` or `refreshToken`. A bad, revoked or expired credential answers 200 with `data.obtainToken` null and an error whose `extensions.code` is `authentication_failed` or `token_expired`.
+         * @description Issues tokens: the `obtainToken` mutation trades an organisation API key, or a refresh token, for a token and a refresh token. `input` takes exactly one of `APIKey` or `refreshToken`. A bad, revoked or expired credential answers 200 with `data.obtainToken` null and an error whose `extensions.code` is `authentication_failed` or `token_expired`. Send the token as `Authorization: Token <token>` on every REST call. Put the demo API key, printed at the first start, in the example.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The GraphQL document. */
-                        query: string;
-                        operationName?: string | null;
-                        variables?: Record<string, never> | null;
-                        extensions?: Record<string, never> | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The result; `{"obtainToken": null}` when the mutation failed. */
-                            data?: unknown;
-                            errors?: ({
-                                message: string;
-                                locations?: {
-                                    line: number;
-                                    column: number;
-                                }[];
-                                path?: (string | number)[];
-                                extensions: {
-                                    code: string;
-                                } & {
-                                    [key: string]: unknown;
-                                };
-                            } & {
-                                [key: string]: unknown;
-                            })[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The result; `{"obtainToken": null}` when the mutation failed. */
-                            data?: unknown;
-                            errors?: ({
-                                message: string;
-                                locations?: {
-                                    line: number;
-                                    column: number;
-                                }[];
-                                path?: (string | number)[];
-                                extensions: {
-                                    code: string;
-                                } & {
-                                    [key: string]: unknown;
-                                };
-                            } & {
-                                [key: string]: unknown;
-                            })[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The result; `{"obtainToken": null}` when the mutation failed. */
-                            data?: unknown;
-                            errors?: ({
-                                message: string;
-                                locations?: {
-                                    line: number;
-                                    column: number;
-                                }[];
-                                path?: (string | number)[];
-                                extensions: {
-                                    code: string;
-                                } & {
-                                    [key: string]: unknown;
-                                };
-                            } & {
-                                [key: string]: unknown;
-                            })[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The result; `{"obtainToken": null}` when the mutation failed. */
-                            data?: unknown;
-                            errors?: ({
-                                message: string;
-                                locations?: {
-                                    line: number;
-                                    column: number;
-                                }[];
-                                path?: (string | number)[];
-                                extensions: {
-                                    code: string;
-                                } & {
-                                    [key: string]: unknown;
-                                };
-                            } & {
-                                [key: string]: unknown;
-                            })[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["obtainToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -167,668 +31,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Validate account import data (nothing is stored)
-         * @description Checks the account data of spec 2.3 with every rule of docs/validation.md, and that the import supplier exists and belongs to the caller. Answers 200 with the data exactly as sent.
+         * Validate account data (nothing is stored)
+         * @description Checks the account data with every rule a stage applies, and that the import supplier exists and belongs to the caller. Answers 200 with the data exactly as sent. Nothing is stored: use it to check a payload before staging it.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            /** @description Account import data (spec 2.3). Required fields are those of D5; every other field may be omitted, and undocumented fields are `unknown_field`. Cross-field rules: `last_billed_to_date` >= `supply_start_date` (`invalid_date_range`); ELECTRICITY identifiers unique within the payload (`duplicate`); a landline or alternative number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document path. Every rule, bound and error code: docs/validation.md. */
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        external_account_number: string;
-                        /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        import_supplier: string;
-                        billing_address: {
-                            /** @description May contain line breaks. */
-                            street_address: string;
-                            locality?: string;
-                            administrative_area?: string;
-                            /** @description ISO 3166-1 alpha-2 country code in capitals, for example GB (`invalid_country`). */
-                            country: string;
-                            postal_code: string;
-                        };
-                        metadata?: {
-                            key?: string;
-                            /** @description Free-form object: at most 32 levels of nesting and 65536 characters as JSON. */
-                            value?: Record<string, never>;
-                        }[];
-                        customers: {
-                            given_name: string;
-                            family_name: string;
-                            /** @description Email address, or "" for none (`invalid_email`). */
-                            email?: string;
-                            /** @description Phone number in international format with a leading + (`invalid_phone_number`). */
-                            mobile?: string;
-                            /** @description Phone number, or "" for none; without a leading + it is read in the billing address's country (`invalid_phone_number`). */
-                            landline?: string;
-                            alternative_phone_numbers?: {
-                                /** @description Phone number; without a leading + it is read in the billing address's country (`invalid_phone_number`). */
-                                phone_number?: string;
-                            }[];
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01, not in the future.
-                             */
-                            date_of_birth?: string;
-                            customer_preferences?: {
-                                opted_into_updates?: boolean;
-                                opted_into_offers?: boolean;
-                                opted_into_sms?: boolean;
-                            };
-                            /** @description Absent or empty only (`not_supported`). */
-                            user_details?: unknown[];
-                        }[];
-                        supply_addresses: {
-                            supply_address1: string;
-                            supply_address2?: string;
-                            supply_address3?: string;
-                            supply_address4?: string;
-                            supply_postcode: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            customer_at_supply_address_from_date?: string;
-                            supply_points: ({
-                                /** @enum {string} */
-                                supply_type: "ELECTRICITY";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                /** @description The electricity supply point identifier: unique within the payload, and not live on another account. */
-                                identifier: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                initial_connection_date?: string;
-                                location_description?: string;
-                                book_number?: string;
-                                call_number?: number;
-                                /** @enum {string} */
-                                energization_status?: "ENERGIZED" | "DE_ENERGIZED";
-                                meters?: {
-                                    serial_number: string;
-                                    subgroup?: number;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    seal_date?: string;
-                                    meter_number?: number;
-                                    /** @enum {string} */
-                                    status?: "ACTIVE" | "INACTIVE" | "REMOVED";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    active_from?: string;
-                                    meter_type?: {
-                                        manufacturer?: string;
-                                        model?: string;
-                                        stock_code?: string;
-                                        amps_low?: number;
-                                        amps_high?: number;
-                                        volts_low?: number;
-                                        volts_high?: number;
-                                        elements?: number;
-                                        /** @enum {string} */
-                                        phase?: "SINGLE" | "THREE";
-                                        is_bidirectional?: boolean;
-                                        is_analog?: boolean;
-                                        network_connectivity?: boolean;
-                                        /** @enum {string} */
-                                        cover_material?: "GLASS" | "PLASTIC" | "METAL";
-                                        wire_ports?: number;
-                                        /** @enum {string} */
-                                        base?: "SOCKET" | "BOTTOM_CONNECTED" | "DIN_RAIL";
-                                    };
-                                    registers: {
-                                        /** @enum {string} */
-                                        register_type: "KWH_IMPORT" | "KWH_EXPORT" | "KW_IMPORT" | "KW_EXPORT" | "KVARH_IMPORT" | "KVARH_EXPORT" | "KVA_IMPORT" | "KVA_EXPORT";
-                                        whole_digits?: number;
-                                        decimal_digits?: number;
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        active_from?: string;
-                                        multiplier?: number;
-                                    }[];
-                                }[];
-                                transfer_readings?: {
-                                    /** @enum {string} */
-                                    register_type: "KWH_IMPORT" | "KWH_EXPORT" | "KW_IMPORT" | "KW_EXPORT" | "KVARH_IMPORT" | "KVARH_EXPORT" | "KVA_IMPORT" | "KVA_EXPORT";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    read_date: string;
-                                    /** @description The reading as a string holding a non-negative decimal number, for example "12345.6" (at most 12 digits and 6 decimals). */
-                                    value: string;
-                                }[];
-                            } | {
-                                /** @enum {string} */
-                                supply_type: "HEAT_PUMP";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                serial_number_internal?: string;
-                                serial_number_external?: string;
-                                make_model?: string;
-                                size?: number;
-                                location_description?: string;
-                                product_note?: string;
-                            } | {
-                                /** @enum {string} */
-                                supply_type: "LIGHT";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                serial_number?: string;
-                                secondary_serial_number?: string | null;
-                                manufacturer_name?: string;
-                                model_name?: string;
-                                location?: string;
-                                product_note?: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                installed_at?: string;
-                            } | {
-                                /** @enum {string} */
-                                supply_type: "POLE";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                serial_number?: string;
-                                secondary_serial_number?: string | null;
-                                manufacturer_name?: string;
-                                model_name?: string;
-                                location?: string;
-                                product_note?: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                installed_at?: string;
-                            } | {
-                                /** @enum {string} */
-                                supply_type: "WATER_HEATER";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                serial_number?: string;
-                                /** @description Free text, for example BIG. */
-                                tank_size?: string;
-                                /** @description Free text, for example GREEN. */
-                                tank_type?: string;
-                                tank_configuration?: string;
-                            })[];
-                        }[];
-                        /** @description Absent or empty only (`not_supported`). */
-                        ledgers?: unknown[];
-                        /** @description Absent or empty only (`not_supported`); import statements with historical-statements/create. */
-                        statements?: unknown[];
-                        notes?: {
-                            /** @description Note text. A note needs a body or at least one document path. */
-                            body?: string;
-                            document_paths?: {
-                                /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
-                                document_path: string;
-                            }[];
-                            /**
-                             * Format: utc-date-time
-                             * @description UTC datetime, YYYY-MM-DDTHH:MM:SSZ, from 1900-01-01 to 2100-12-31.
-                             */
-                            created_at?: string;
-                            /** @description Pins the note to the top of the account's support page. */
-                            is_pinned?: boolean;
-                            /**
-                             * Format: utc-date-time
-                             * @description UTC datetime at which the pin ends; only with `is_pinned: true`.
-                             */
-                            unpin_at?: string | null;
-                        }[];
-                        unknown_occupier?: boolean;
-                    };
-                };
-            };
-            responses: {
-                /** @description Account import data (spec 2.3). Required fields are those of D5; every other field may be omitted, and undocumented fields are `unknown_field`. Cross-field rules: `last_billed_to_date` >= `supply_start_date` (`invalid_date_range`); ELECTRICITY identifiers unique within the payload (`duplicate`); a landline or alternative number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document path. Every rule, bound and error code: docs/validation.md. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                            external_account_number: string;
-                            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                            import_supplier: string;
-                            billing_address: {
-                                /** @description May contain line breaks. */
-                                street_address: string;
-                                locality?: string;
-                                administrative_area?: string;
-                                /** @description ISO 3166-1 alpha-2 country code in capitals, for example GB (`invalid_country`). */
-                                country: string;
-                                postal_code: string;
-                            };
-                            metadata?: {
-                                key?: string;
-                                /** @description Free-form object: at most 32 levels of nesting and 65536 characters as JSON. */
-                                value?: Record<string, never>;
-                            }[];
-                            customers: {
-                                given_name: string;
-                                family_name: string;
-                                /** @description Email address, or "" for none (`invalid_email`). */
-                                email?: string;
-                                /** @description Phone number in international format with a leading + (`invalid_phone_number`). */
-                                mobile?: string;
-                                /** @description Phone number, or "" for none; without a leading + it is read in the billing address's country (`invalid_phone_number`). */
-                                landline?: string;
-                                alternative_phone_numbers?: {
-                                    /** @description Phone number; without a leading + it is read in the billing address's country (`invalid_phone_number`). */
-                                    phone_number?: string;
-                                }[];
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01, not in the future.
-                                 */
-                                date_of_birth?: string;
-                                customer_preferences?: {
-                                    opted_into_updates?: boolean;
-                                    opted_into_offers?: boolean;
-                                    opted_into_sms?: boolean;
-                                };
-                                /** @description Absent or empty only (`not_supported`). */
-                                user_details?: unknown[];
-                            }[];
-                            supply_addresses: {
-                                supply_address1: string;
-                                supply_address2?: string;
-                                supply_address3?: string;
-                                supply_address4?: string;
-                                supply_postcode: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                customer_at_supply_address_from_date?: string;
-                                supply_points: ({
-                                    /** @enum {string} */
-                                    supply_type: "ELECTRICITY";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    supply_start_date: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    last_billed_to_date?: string;
-                                    agreements?: {
-                                        tariff_code: string;
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        effective_from: string;
-                                    }[];
-                                    /** @description The electricity supply point identifier: unique within the payload, and not live on another account. */
-                                    identifier: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    initial_connection_date?: string;
-                                    location_description?: string;
-                                    book_number?: string;
-                                    call_number?: number;
-                                    /** @enum {string} */
-                                    energization_status?: "ENERGIZED" | "DE_ENERGIZED";
-                                    meters?: {
-                                        serial_number: string;
-                                        subgroup?: number;
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        seal_date?: string;
-                                        meter_number?: number;
-                                        /** @enum {string} */
-                                        status?: "ACTIVE" | "INACTIVE" | "REMOVED";
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        active_from?: string;
-                                        meter_type?: {
-                                            manufacturer?: string;
-                                            model?: string;
-                                            stock_code?: string;
-                                            amps_low?: number;
-                                            amps_high?: number;
-                                            volts_low?: number;
-                                            volts_high?: number;
-                                            elements?: number;
-                                            /** @enum {string} */
-                                            phase?: "SINGLE" | "THREE";
-                                            is_bidirectional?: boolean;
-                                            is_analog?: boolean;
-                                            network_connectivity?: boolean;
-                                            /** @enum {string} */
-                                            cover_material?: "GLASS" | "PLASTIC" | "METAL";
-                                            wire_ports?: number;
-                                            /** @enum {string} */
-                                            base?: "SOCKET" | "BOTTOM_CONNECTED" | "DIN_RAIL";
-                                        };
-                                        registers: {
-                                            /** @enum {string} */
-                                            register_type: "KWH_IMPORT" | "KWH_EXPORT" | "KW_IMPORT" | "KW_EXPORT" | "KVARH_IMPORT" | "KVARH_EXPORT" | "KVA_IMPORT" | "KVA_EXPORT";
-                                            whole_digits?: number;
-                                            decimal_digits?: number;
-                                            /**
-                                             * Format: date
-                                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                             */
-                                            active_from?: string;
-                                            multiplier?: number;
-                                        }[];
-                                    }[];
-                                    transfer_readings?: {
-                                        /** @enum {string} */
-                                        register_type: "KWH_IMPORT" | "KWH_EXPORT" | "KW_IMPORT" | "KW_EXPORT" | "KVARH_IMPORT" | "KVARH_EXPORT" | "KVA_IMPORT" | "KVA_EXPORT";
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        read_date: string;
-                                        /** @description The reading as a string holding a non-negative decimal number, for example "12345.6" (at most 12 digits and 6 decimals). */
-                                        value: string;
-                                    }[];
-                                } | {
-                                    /** @enum {string} */
-                                    supply_type: "HEAT_PUMP";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    supply_start_date: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    last_billed_to_date?: string;
-                                    agreements?: {
-                                        tariff_code: string;
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        effective_from: string;
-                                    }[];
-                                    serial_number_internal?: string;
-                                    serial_number_external?: string;
-                                    make_model?: string;
-                                    size?: number;
-                                    location_description?: string;
-                                    product_note?: string;
-                                } | {
-                                    /** @enum {string} */
-                                    supply_type: "LIGHT";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    supply_start_date: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    last_billed_to_date?: string;
-                                    agreements?: {
-                                        tariff_code: string;
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        effective_from: string;
-                                    }[];
-                                    serial_number?: string;
-                                    secondary_serial_number?: string | null;
-                                    manufacturer_name?: string;
-                                    model_name?: string;
-                                    location?: string;
-                                    product_note?: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    installed_at?: string;
-                                } | {
-                                    /** @enum {string} */
-                                    supply_type: "POLE";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    supply_start_date: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    last_billed_to_date?: string;
-                                    agreements?: {
-                                        tariff_code: string;
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        effective_from: string;
-                                    }[];
-                                    serial_number?: string;
-                                    secondary_serial_number?: string | null;
-                                    manufacturer_name?: string;
-                                    model_name?: string;
-                                    location?: string;
-                                    product_note?: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    installed_at?: string;
-                                } | {
-                                    /** @enum {string} */
-                                    supply_type: "WATER_HEATER";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    supply_start_date: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    last_billed_to_date?: string;
-                                    agreements?: {
-                                        tariff_code: string;
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        effective_from: string;
-                                    }[];
-                                    serial_number?: string;
-                                    /** @description Free text, for example BIG. */
-                                    tank_size?: string;
-                                    /** @description Free text, for example GREEN. */
-                                    tank_type?: string;
-                                    tank_configuration?: string;
-                                })[];
-                            }[];
-                            /** @description Absent or empty only (`not_supported`). */
-                            ledgers?: unknown[];
-                            /** @description Absent or empty only (`not_supported`); import statements with historical-statements/create. */
-                            statements?: unknown[];
-                            notes?: {
-                                /** @description Note text. A note needs a body or at least one document path. */
-                                body?: string;
-                                document_paths?: {
-                                    /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
-                                    document_path: string;
-                                }[];
-                                /**
-                                 * Format: utc-date-time
-                                 * @description UTC datetime, YYYY-MM-DDTHH:MM:SSZ, from 1900-01-01 to 2100-12-31.
-                                 */
-                                created_at?: string;
-                                /** @description Pins the note to the top of the account's support page. */
-                                is_pinned?: boolean;
-                                /**
-                                 * Format: utc-date-time
-                                 * @description UTC datetime at which the pin ends; only with `is_pinned: true`.
-                                 */
-                                unpin_at?: string | null;
-                            }[];
-                            unknown_occupier?: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["validateAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -846,388 +52,9 @@ export interface paths {
         put?: never;
         /**
          * Stage account data (201 first time, 200 re-stage)
-         * @description Validates the body exactly as validate-account does, then stores it as the account's staged data. Refused (400) when the account is already imported (`account_already_imported`) or marked to skip (`account_marked_to_skip`), or the supplier is paused or complete.
+         * @description Validates the body exactly as validate-account does, then stores it as the account's staged data, replacing any data staged before. Refused when the account is already imported or marked to skip, or the supplier is paused or complete.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            /** @description Account import data (spec 2.3). Required fields are those of D5; every other field may be omitted, and undocumented fields are `unknown_field`. Cross-field rules: `last_billed_to_date` >= `supply_start_date` (`invalid_date_range`); ELECTRICITY identifiers unique within the payload (`duplicate`); a landline or alternative number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document path. Every rule, bound and error code: docs/validation.md. */
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        external_account_number: string;
-                        /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        import_supplier: string;
-                        billing_address: {
-                            /** @description May contain line breaks. */
-                            street_address: string;
-                            locality?: string;
-                            administrative_area?: string;
-                            /** @description ISO 3166-1 alpha-2 country code in capitals, for example GB (`invalid_country`). */
-                            country: string;
-                            postal_code: string;
-                        };
-                        metadata?: {
-                            key?: string;
-                            /** @description Free-form object: at most 32 levels of nesting and 65536 characters as JSON. */
-                            value?: Record<string, never>;
-                        }[];
-                        customers: {
-                            given_name: string;
-                            family_name: string;
-                            /** @description Email address, or "" for none (`invalid_email`). */
-                            email?: string;
-                            /** @description Phone number in international format with a leading + (`invalid_phone_number`). */
-                            mobile?: string;
-                            /** @description Phone number, or "" for none; without a leading + it is read in the billing address's country (`invalid_phone_number`). */
-                            landline?: string;
-                            alternative_phone_numbers?: {
-                                /** @description Phone number; without a leading + it is read in the billing address's country (`invalid_phone_number`). */
-                                phone_number?: string;
-                            }[];
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01, not in the future.
-                             */
-                            date_of_birth?: string;
-                            customer_preferences?: {
-                                opted_into_updates?: boolean;
-                                opted_into_offers?: boolean;
-                                opted_into_sms?: boolean;
-                            };
-                            /** @description Absent or empty only (`not_supported`). */
-                            user_details?: unknown[];
-                        }[];
-                        supply_addresses: {
-                            supply_address1: string;
-                            supply_address2?: string;
-                            supply_address3?: string;
-                            supply_address4?: string;
-                            supply_postcode: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            customer_at_supply_address_from_date?: string;
-                            supply_points: ({
-                                /** @enum {string} */
-                                supply_type: "ELECTRICITY";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                /** @description The electricity supply point identifier: unique within the payload, and not live on another account. */
-                                identifier: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                initial_connection_date?: string;
-                                location_description?: string;
-                                book_number?: string;
-                                call_number?: number;
-                                /** @enum {string} */
-                                energization_status?: "ENERGIZED" | "DE_ENERGIZED";
-                                meters?: {
-                                    serial_number: string;
-                                    subgroup?: number;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    seal_date?: string;
-                                    meter_number?: number;
-                                    /** @enum {string} */
-                                    status?: "ACTIVE" | "INACTIVE" | "REMOVED";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    active_from?: string;
-                                    meter_type?: {
-                                        manufacturer?: string;
-                                        model?: string;
-                                        stock_code?: string;
-                                        amps_low?: number;
-                                        amps_high?: number;
-                                        volts_low?: number;
-                                        volts_high?: number;
-                                        elements?: number;
-                                        /** @enum {string} */
-                                        phase?: "SINGLE" | "THREE";
-                                        is_bidirectional?: boolean;
-                                        is_analog?: boolean;
-                                        network_connectivity?: boolean;
-                                        /** @enum {string} */
-                                        cover_material?: "GLASS" | "PLASTIC" | "METAL";
-                                        wire_ports?: number;
-                                        /** @enum {string} */
-                                        base?: "SOCKET" | "BOTTOM_CONNECTED" | "DIN_RAIL";
-                                    };
-                                    registers: {
-                                        /** @enum {string} */
-                                        register_type: "KWH_IMPORT" | "KWH_EXPORT" | "KW_IMPORT" | "KW_EXPORT" | "KVARH_IMPORT" | "KVARH_EXPORT" | "KVA_IMPORT" | "KVA_EXPORT";
-                                        whole_digits?: number;
-                                        decimal_digits?: number;
-                                        /**
-                                         * Format: date
-                                         * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                         */
-                                        active_from?: string;
-                                        multiplier?: number;
-                                    }[];
-                                }[];
-                                transfer_readings?: {
-                                    /** @enum {string} */
-                                    register_type: "KWH_IMPORT" | "KWH_EXPORT" | "KW_IMPORT" | "KW_EXPORT" | "KVARH_IMPORT" | "KVARH_EXPORT" | "KVA_IMPORT" | "KVA_EXPORT";
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    read_date: string;
-                                    /** @description The reading as a string holding a non-negative decimal number, for example "12345.6" (at most 12 digits and 6 decimals). */
-                                    value: string;
-                                }[];
-                            } | {
-                                /** @enum {string} */
-                                supply_type: "HEAT_PUMP";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                serial_number_internal?: string;
-                                serial_number_external?: string;
-                                make_model?: string;
-                                size?: number;
-                                location_description?: string;
-                                product_note?: string;
-                            } | {
-                                /** @enum {string} */
-                                supply_type: "LIGHT";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                serial_number?: string;
-                                secondary_serial_number?: string | null;
-                                manufacturer_name?: string;
-                                model_name?: string;
-                                location?: string;
-                                product_note?: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                installed_at?: string;
-                            } | {
-                                /** @enum {string} */
-                                supply_type: "POLE";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                serial_number?: string;
-                                secondary_serial_number?: string | null;
-                                manufacturer_name?: string;
-                                model_name?: string;
-                                location?: string;
-                                product_note?: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                installed_at?: string;
-                            } | {
-                                /** @enum {string} */
-                                supply_type: "WATER_HEATER";
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                supply_start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                last_billed_to_date?: string;
-                                agreements?: {
-                                    tariff_code: string;
-                                    /**
-                                     * Format: date
-                                     * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                     */
-                                    effective_from: string;
-                                }[];
-                                serial_number?: string;
-                                /** @description Free text, for example BIG. */
-                                tank_size?: string;
-                                /** @description Free text, for example GREEN. */
-                                tank_type?: string;
-                                tank_configuration?: string;
-                            })[];
-                        }[];
-                        /** @description Absent or empty only (`not_supported`). */
-                        ledgers?: unknown[];
-                        /** @description Absent or empty only (`not_supported`); import statements with historical-statements/create. */
-                        statements?: unknown[];
-                        notes?: {
-                            /** @description Note text. A note needs a body or at least one document path. */
-                            body?: string;
-                            document_paths?: {
-                                /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
-                                document_path: string;
-                            }[];
-                            /**
-                             * Format: utc-date-time
-                             * @description UTC datetime, YYYY-MM-DDTHH:MM:SSZ, from 1900-01-01 to 2100-12-31.
-                             */
-                            created_at?: string;
-                            /** @description Pins the note to the top of the account's support page. */
-                            is_pinned?: boolean;
-                            /**
-                             * Format: utc-date-time
-                             * @description UTC datetime at which the pin ends; only with `is_pinned: true`.
-                             */
-                            unpin_at?: string | null;
-                        }[];
-                        unknown_occupier?: boolean;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            import_supplier: string;
-                            external_account_number: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            import_supplier: string;
-                            external_account_number: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["stageAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1245,113 +72,9 @@ export interface paths {
         put?: never;
         /**
          * Create the account from its staged data
-         * @description Re-validates the staged data and builds the account with all its rows in one transaction. `dry_run: true` runs it all and rolls back (400 `dry_run_rolled_back`). Errors, in the order checked: `import_supplier_not_found`, `import_supplier_paused`/`import_supplier_complete`, `account_not_staged`, `account_already_imported` (with external_account_number and service_account_number), `account_marked_to_skip`, `account_import_in_progress`, `operations_team_not_found`, 429 `concurrency_limit_exceeded` (with Retry-After; PROCESS_CONCURRENCY_LIMIT creates at once across all instances), `account_failed_validation`, `supply_point_already_registered`.
+         * @description Re-validates the staged data and builds the account with all its customers, supply points, meters and notes in one transaction. `dry_run: true` runs it all and rolls back (400 `dry_run_rolled_back`). The refusals are checked in the order listed below. Each attempt, failed or not, shows in the account's import status.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        external_account_number: string;
-                        /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        import_supplier_code: string;
-                        /** @description An existing operations team; the account is linked to it. */
-                        operations_team_name: string;
-                        /** @description Run the whole create and roll it back: 400 dry_run_rolled_back when it would succeed. */
-                        dry_run?: boolean;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description `A-` and 8 characters of 0-9A-Z. */
-                            service_account_number: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1367,87 +90,9 @@ export interface paths {
         };
         /**
          * Import status of one account
-         * @description UNKNOWN (staged, no account; a previous attempt failed or none was made), IN_PROGRESS (a create is running now), COMPLETED (the account exists). `last_error` is the latest failed create attempt. 404 `account_not_found` when the supplier has no import process for the account.
+         * @description UNKNOWN (staged, no account; a previous attempt failed or none was made), IN_PROGRESS (a create is running now), COMPLETED (the account exists). `last_error` is the latest failed create attempt, until the account is imported.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    import_supplier_code: string;
-                    external_account_number: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "UNKNOWN" | "IN_PROGRESS" | "COMPLETED";
-                            /** @description Empty while no account exists. */
-                            service_account_number: string;
-                            /** @description The latest failed create attempt (an addition under spec 9.2), or null. */
-                            last_error: {
-                                code: string;
-                                detail: string;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getAccountStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1465,119 +110,9 @@ export interface paths {
         };
         /**
          * Every pending and imported account of the supplier
-         * @description Records ordered by staging time, then external account number; service_account_number and account_created_at are null while pending. 404 `not_found` for an unknown supplier. Optional keyset paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`). `?state=failed`: only staged accounts whose latest create attempt failed, each with `last_error`.
+         * @description Records ordered by staging time, then external account number; service_account_number and account_created_at are null while pending. Optional keyset paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`). `?state=failed`: only staged accounts whose latest create attempt failed, each with `last_error`.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page by keyset (an addition, D7); without it the whole list is streamed. */
-                    page_size?: number;
-                    /** @description The cursor of the next page, from the Link header. */
-                    cursor?: string;
-                    /** @description `failed`: only staged accounts (not imported, not skipped) whose latest create attempt failed, each with `last_error`. */
-                    state?: "failed";
-                };
-                header?: never;
-                path: {
-                    import_supplier_code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ordered by staging time, then external account number. With page_size, a `Link: <…>; rel="next"` header names the next page. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            external_account_number: string;
-                            /** @description Null while pending. */
-                            service_account_number: string | null;
-                            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ; null while pending. */
-                            account_created_at: string | null;
-                            /** @description With `state=failed` only: the latest create attempt's error. */
-                            last_error?: {
-                                code: string;
-                                /** @description The dot path of the first error; null when the error names no field. */
-                                attr: string | null;
-                                detail: string;
-                            };
-                        }[];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listAccountImports"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1595,119 +130,9 @@ export interface paths {
         };
         /**
          * Accounts staged and not yet created
-         * @description Records ordered by staging time, then external account number; service_account_number and account_created_at are null while pending. 404 `not_found` for an unknown supplier. Optional keyset paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`). `?state=failed`: only staged accounts whose latest create attempt failed, each with `last_error`.
+         * @description Records ordered by staging time, then external account number; service_account_number and account_created_at are null while pending. Optional keyset paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`). `?state=failed`: only staged accounts whose latest create attempt failed, each with `last_error`.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page by keyset (an addition, D7); without it the whole list is streamed. */
-                    page_size?: number;
-                    /** @description The cursor of the next page, from the Link header. */
-                    cursor?: string;
-                    /** @description `failed`: only staged accounts (not imported, not skipped) whose latest create attempt failed, each with `last_error`. */
-                    state?: "failed";
-                };
-                header?: never;
-                path: {
-                    import_supplier_code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ordered by staging time, then external account number. With page_size, a `Link: <…>; rel="next"` header names the next page. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            external_account_number: string;
-                            /** @description Null while pending. */
-                            service_account_number: string | null;
-                            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ; null while pending. */
-                            account_created_at: string | null;
-                            /** @description With `state=failed` only: the latest create attempt's error. */
-                            last_error?: {
-                                code: string;
-                                /** @description The dot path of the first error; null when the error names no field. */
-                                attr: string | null;
-                                detail: string;
-                            };
-                        }[];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listPendingAccountImports"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1725,117 +150,9 @@ export interface paths {
         };
         /**
          * Accounts created
-         * @description Records ordered by staging time, then external account number; service_account_number and account_created_at are null while pending. 404 `not_found` for an unknown supplier. Optional keyset paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`).
+         * @description Records ordered by staging time, then external account number; service_account_number and account_created_at are null while pending. Optional keyset paging: `?page_size=N` (1-1000), then follow the `Link` header (`cursor`).
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page by keyset (an addition, D7); without it the whole list is streamed. */
-                    page_size?: number;
-                    /** @description The cursor of the next page, from the Link header. */
-                    cursor?: string;
-                };
-                header?: never;
-                path: {
-                    import_supplier_code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ordered by staging time, then external account number. With page_size, a `Link: <…>; rel="next"` header names the next page. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            external_account_number: string;
-                            /** @description Null while pending. */
-                            service_account_number: string | null;
-                            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ; null while pending. */
-                            account_created_at: string | null;
-                            /** @description With `state=failed` only: the latest create attempt's error. */
-                            last_error?: {
-                                code: string;
-                                /** @description The dot path of the first error; null when the error names no field. */
-                                attr: string | null;
-                                detail: string;
-                            };
-                        }[];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listImportedAccountImports"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1854,134 +171,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Import notes onto an imported account (spec 4.4)
+         * Import notes onto an imported account
          * @description One result per posted note, in order. A note is created only when the account has no note with the same body (and the same created_at, when one is sent); a note of documents only dedupes on its set of document paths. Document paths are relative to the supplier's documents root. A paused or complete supplier does not block this.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        import_supplier: string;
-                        /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        external_account_number: string;
-                        notes: {
-                            /** @description Note text. A note needs a body or at least one document path. */
-                            body?: string;
-                            document_paths?: {
-                                /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
-                                document_path: string;
-                            }[];
-                            /**
-                             * Format: utc-date-time
-                             * @description UTC datetime, YYYY-MM-DDTHH:MM:SSZ, from 1900-01-01 to 2100-12-31.
-                             */
-                            created_at?: string;
-                            /** @description Pins the note to the top of the account's support page. */
-                            is_pinned?: boolean;
-                            /**
-                             * Format: utc-date-time
-                             * @description UTC datetime at which the pin ends; only with `is_pinned: true`.
-                             */
-                            unpin_at?: string | null;
-                        }[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ: the stored note's (the earlier one when it already existed) */
-                            created_at: string;
-                            /** @description null for a note of documents only */
-                            body: string | null;
-                            /** @enum {string} */
-                            status: "NOTE_CREATION_SUCCESS" | "NOTE_ALREADY_EXISTS";
-                        }[];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["importNotes"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1998,260 +191,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Import financial transactions onto an imported account (spec 4.5)
+         * Import financial transactions onto an imported account
          * @description All or nothing per batch. Dedupe by transaction_id per account. A transaction dated before the open statement period (which starts the day after the latest historical statement) is moved to its first day with a description and a pinned note, or fails the batch when force_add_to_current_statement=false. A batch that would take the account balance past ±99999999999999.99 fails with account_balance_out_of_range.
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Look up each transaction_id first and skip those added before. Accepts true, false, True, False, TRUE, FALSE, 1 or 0. */
-                    check_previously_added?: boolean;
-                    /** @description Move a transaction dated before the open statement period to its first day. Accepts true, false, True, False, TRUE, FALSE, 1 or 0. */
-                    force_add_to_current_statement?: boolean;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        import_supplier: string;
-                        /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        external_account_number: string;
-                        transactions: ({
-                            transaction_id: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            transaction_date: string;
-                            /** @description Positive, at most two decimals; the type gives the sign */
-                            amount: number;
-                            display_note?: string;
-                            note?: string;
-                            /** @enum {string} */
-                            type: "CHARGE";
-                            /** @enum {string} */
-                            reason: "IMPORTED_CHARGE" | "IMPORTED_CREDIT" | "ACCOUNT_CHARGE_PAYMENT" | "FULL_CREDIT_REFUND" | "GENERAL_CREDIT";
-                        } | {
-                            transaction_id: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            transaction_date: string;
-                            /** @description Positive, at most two decimals; the type gives the sign */
-                            amount: number;
-                            display_note?: string;
-                            note?: string;
-                            /** @enum {string} */
-                            type: "CREDIT";
-                            /** @enum {string} */
-                            reason: "IMPORTED_CHARGE" | "IMPORTED_CREDIT" | "ACCOUNT_CHARGE_PAYMENT" | "FULL_CREDIT_REFUND" | "GENERAL_CREDIT";
-                        } | {
-                            transaction_id: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            transaction_date: string;
-                            /** @description Positive, at most two decimals; the type gives the sign */
-                            amount: number;
-                            display_note?: string;
-                            note?: string;
-                            /** @enum {string} */
-                            type: "PAYMENT";
-                            /** @enum {string} */
-                            reason: "IMPORTED_CHARGE" | "IMPORTED_CREDIT" | "ACCOUNT_CHARGE_PAYMENT" | "FULL_CREDIT_REFUND" | "GENERAL_CREDIT";
-                            reference?: string;
-                            /** @enum {string} */
-                            payment_type?: "DD_REGULAR_COLLECTION" | "DIRECT_CREDIT" | "DEBIT_CARD";
-                        } | {
-                            transaction_id: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            transaction_date: string;
-                            /** @description Positive, at most two decimals; the type gives the sign */
-                            amount: number;
-                            display_note?: string;
-                            note?: string;
-                            /** @enum {string} */
-                            type: "REPAYMENT";
-                            /** @enum {string} */
-                            reason: "IMPORTED_CHARGE" | "IMPORTED_CREDIT" | "ACCOUNT_CHARGE_PAYMENT" | "FULL_CREDIT_REFUND" | "GENERAL_CREDIT";
-                            reference?: string;
-                            /** @enum {string} */
-                            payment_type?: "DD_REGULAR_COLLECTION" | "DIRECT_CREDIT" | "DEBIT_CARD";
-                        } | {
-                            transaction_id: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            transaction_date: string;
-                            /** @description Positive, at most two decimals; the type gives the sign */
-                            amount: number;
-                            display_note?: string;
-                            note?: string;
-                            /** @enum {string} */
-                            type: "SUPPLY_CHARGE";
-                            product_code?: string;
-                            line_items?: {
-                                rate_band: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                start_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                end_date: string;
-                                number_of_units: number;
-                                net_amount: number;
-                                price_per_unit: number;
-                                units?: number[];
-                            }[];
-                            tax_items?: {
-                                amount: number;
-                                tax_type: string;
-                                value_taxed: number;
-                                rate: number;
-                                unit_type: string;
-                            }[];
-                        })[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            results: {
-                                /** @enum {string} */
-                                status: "TRANSACTION_ADDED_TO_ACCOUNT" | "TRANSACTION_ALREADY_EXISTS";
-                                transaction_data: {
-                                    transaction_id: string;
-                                    /** Format: date */
-                                    transaction_date: string;
-                                    /**
-                                     * Format: date
-                                     * @description The date sent, when the transaction was moved into the open statement period
-                                     */
-                                    original_date?: string;
-                                    /** @description Two decimals, e.g. "12.30" */
-                                    amount: string;
-                                    /** @enum {string} */
-                                    type: "CHARGE" | "CREDIT" | "PAYMENT" | "REPAYMENT" | "SUPPLY_CHARGE";
-                                    reason?: string;
-                                    display_note?: string;
-                                    note?: string;
-                                    reference?: string;
-                                    payment_type?: string;
-                                    product_code?: string;
-                                    line_items?: {
-                                        [key: string]: unknown;
-                                    }[];
-                                    tax_items?: {
-                                        [key: string]: unknown;
-                                    }[];
-                                    /** @description Why the transaction was moved */
-                                    description?: string;
-                                    /** @enum {string} */
-                                    status?: "TRANSACTION_IMPORT_SUCCESS";
-                                };
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                            /** @enum {string} */
-                            status?: "TRANSACTION_IMPORT_ERROR";
-                            /** @description Why the batch failed */
-                            error_detail?: string;
-                            /** @description The first failing transaction, amount as a string */
-                            transaction_data?: {
-                                [key: string]: unknown;
-                            };
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["importTransactions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2268,160 +211,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Import historical statements onto an imported account (spec 4.6)
-         * @description Answers 201 (the spec states both 201 and 200; 201 is used) with the validated data. Idempotent by statement_id: the same statement again changes nothing; a known statement_id with different data is 400 `duplicate`. Periods of one account do not overlap (400 `statement_period_overlap`). The latest statement closes the statement periods: transactions are then dated from the day after its bill_period_to_date.
+         * Import historical statements onto an imported account
+         * @description Answers 201 with the validated data. Idempotent by statement_id: the same statement again changes nothing; a known statement_id with different data is 400 `duplicate`. Periods of one account do not overlap (400 `statement_period_overlap`). The latest statement closes the statement periods: transactions are then dated from the day after its bill_period_to_date.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        import_supplier: string;
-                        /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        external_account_number: string;
-                        statements: {
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            bill_period_from_date: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31. Not before bill_period_from_date (`invalid_date_range`).
-                             */
-                            bill_period_to_date: string;
-                            /** @description Unique per account; a repeat with the same data changes nothing */
-                            statement_id: string;
-                            /**
-                             * Format: date
-                             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                             */
-                            issued_date: string;
-                            number: string;
-                            /** @description At most two decimals */
-                            gross_amount: number;
-                            /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
-                            statement_path?: string;
-                        }[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                            import_supplier: string;
-                            /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                            external_account_number: string;
-                            statements: {
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                bill_period_from_date: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31. Not before bill_period_from_date (`invalid_date_range`).
-                                 */
-                                bill_period_to_date: string;
-                                /** @description Unique per account; a repeat with the same data changes nothing */
-                                statement_id: string;
-                                /**
-                                 * Format: date
-                                 * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
-                                 */
-                                issued_date: string;
-                                number: string;
-                                /** @description At most two decimals */
-                                gross_amount: number;
-                                /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
-                                statement_path?: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["importStatements"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2439,141 +232,9 @@ export interface paths {
         put?: never;
         /**
          * Import the payment instruction of an imported account
-         * @description Verifies the instruction with the payment vendor, then stores its non-sensitive details as the account's one active instruction. Re-posting the same vendor and reference answers 201 again and stores nothing new; a different instruction while one is active is 400 active_payment_instruction_exists. Vendor outcomes: not found → 400 payment_instruction_not_found; refused for good → 400 payment_vendor_rejected (do not retry as is); unreachable, timing out or failing after retries → 500 payment_vendor_unavailable (retry as is).
+         * @description Verifies the instruction with the payment vendor, then stores its non-sensitive details as the account's one active instruction. Re-posting the same vendor and reference answers 201 again and stores nothing new; a different instruction while one is active is 400 active_payment_instruction_exists. Vendor outcomes: not found → 400 payment_instruction_not_found; refused for good → 400 payment_vendor_rejected (do not retry as is); unreachable, timing out or failing after retries → 500 payment_vendor_unavailable (retry as is). The example needs a payment vendor `demo-pay` registered by the service team; a fresh service has none.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        import_supplier: string;
-                        /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                        external_account_number: string;
-                        /** @description Code of a payment vendor registered by the service team. */
-                        vendor: string;
-                        /** @description The instruction's reference at the vendor (for a stripe vendor, a PaymentMethod id). */
-                        reference: string;
-                        /**
-                         * @description Kind of instruction: CARD, DIRECT_DEBIT, BANK_TRANSFER.
-                         * @enum {string}
-                         */
-                        type: "CARD" | "DIRECT_DEBIT" | "BANK_TRANSFER";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            service_account_number: string;
-                            reference: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["importPaymentInstruction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2588,164 +249,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Read an imported account (an addition under spec 9.2)
+         * Read an imported account
          * @description The account an import created, with its customers, supply points, balance, notes, statements and active payment instruction, so a supplier can check what it imported. 404 account_not_found for an unknown account, staged data without an account, or another organisation's supplier.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                    import_supplier_code: string;
-                    /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                    external_account_number: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            service_account_number: string;
-                            external_account_number: string;
-                            import_supplier: string;
-                            operations_team: string;
-                            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ */
-                            created_at: string;
-                            billing_address: {
-                                street_address: string;
-                                locality: string | null;
-                                administrative_area: string | null;
-                                country: string;
-                                postal_code: string;
-                            };
-                            unknown_occupier: boolean | null;
-                            customers: {
-                                given_name: string;
-                                family_name: string;
-                                email: string | null;
-                                mobile: string | null;
-                                landline: string | null;
-                            }[];
-                            supply_addresses: {
-                                supply_address1: string;
-                                supply_address2: string | null;
-                                supply_address3: string | null;
-                                supply_address4: string | null;
-                                supply_postcode: string;
-                                customer_at_supply_address_from_date: string | null;
-                                supply_points: {
-                                    supply_type: string;
-                                    identifier: string | null;
-                                    /** Format: date */
-                                    supply_start_date: string;
-                                    last_billed_to_date: string | null;
-                                    agreements_count: number;
-                                    meters_count: number;
-                                    registers_count: number;
-                                }[];
-                            }[];
-                            /** @description Decimal string with two decimals, summed by the database from the transactions. Positive means the account is in credit: CREDIT and PAYMENT add to it; CHARGE, SUPPLY_CHARGE and REPAYMENT take from it. */
-                            balance: string;
-                            transactions_count: number;
-                            /** @description First day of the open statement period; null when open from the start */
-                            open_statement_period_from: string | null;
-                            notes_count: number;
-                            /** @description Notes pinned now (not yet past unpin_at), newest first, at most 100 */
-                            pinned_notes: {
-                                created_at: string;
-                                body: string | null;
-                                unpin_at: string | null;
-                                documents: {
-                                    /** @description As imported, relative to the supplier's documents root */
-                                    document_path: string;
-                                    /** @description Bucket, then the supplier's documents root, then the path */
-                                    location: string;
-                                }[];
-                            }[];
-                            statements: {
-                                statement_id: string;
-                                bill_period_from_date: string;
-                                bill_period_to_date: string;
-                                issued_date: string;
-                                number: string;
-                                /** @description Two decimals */
-                                gross_amount: string;
-                                document: {
-                                    /** @description As imported, relative to the supplier's documents root */
-                                    document_path: string;
-                                    /** @description Bucket, then the supplier's documents root, then the path */
-                                    location: string;
-                                } | null;
-                            }[];
-                            payment_instruction: {
-                                vendor: string;
-                                reference: string;
-                                type: string;
-                                status: string | null;
-                                /** @description The vendor's non-sensitive details */
-                                details: {
-                                    [key: string]: unknown;
-                                };
-                                created_at: string;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getAccount"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2763,118 +270,9 @@ export interface paths {
         };
         /**
          * The supplier's events, in the order they were committed
-         * @description Keyset-paged: pass the id of the last event read as `after`. Events are kept at least 30 days. 404 `not_found` for an unknown supplier; 400 `invalid` at `after` when it names no kept event of the supplier.
+         * @description Keyset-paged: pass the id of the last event read as `after`. Events are kept at least 30 days.
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The supplier whose events to read. */
-                    import_supplier: string;
-                    /** @description The id of the last event read: the page starts after it, in feed order. */
-                    after?: string;
-                    /** @description At most this many events (default 100). */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description In the order the events were committed. Read the next page with `after` = the last id. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Opaque and unique; also the `webhook-id` of its deliveries. Page with `after`. */
-                            id: string;
-                            /** @enum {string} */
-                            type: "import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled";
-                            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                            created_at: string;
-                            import_supplier: string;
-                            /** @description Null for job events. */
-                            external_account_number: string | null;
-                            /** @description Depends on the type: see docs/events.md. */
-                            data: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            detail: string;
-                            /** @description Stable reason code (docs/validation.md lists them). */
-                            code: string;
-                            errors?: {
-                                /** @description Human-readable; wording may change. */
-                                detail: string;
-                                /** @description Stable machine-readable code, for example invalid_phone_number. */
-                                code: string;
-                                /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                                attr: string;
-                            }[];
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2892,13 +290,13 @@ export interface paths {
         };
         /**
          * The supplier's migration jobs, newest first
-         * @description Keyset paging as D7: `page_size` (default 100), then follow the `Link` header (`cursor`).
+         * @description Keyset paging: `page_size` (default 100), then follow the `Link` header (`cursor`).
          */
         get: operations["listMigrationJobs"];
         put?: never;
         /**
          * Create a migration job (state open)
-         * @description A job belongs to one import supplier of the caller. Upload its records, then start it. 400 `import_supplier_not_found`, `import_supplier_complete` (a paused supplier may have jobs: they wait), `operations_team_not_found`, `invalid`.
+         * @description A job belongs to one import supplier of the caller. Upload its records, then start it. A paused supplier may have jobs: they wait until it is ongoing again.
          */
         post: operations["createMigrationJob"];
         delete?: never;
@@ -2914,7 +312,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A migration job with its counts and progress */
+        /**
+         * A migration job with its counts and progress
+         * @description Its state, its records counted by outcome, the first error code of its failed records, and its pace.
+         */
         get: operations["getMigrationJob"];
         put?: never;
         post?: never;
@@ -2935,13 +336,13 @@ export interface paths {
          * Record results in line order (NDJSON, or CSV)
          * @description An `application/x-ndjson` stream of record results, one per line; with `Accept: text/csv`, CSV with a header row: line, external_account_number, outcome, step, service_account_number, error_code, error_attr, error_detail, error_count (first error only).
          */
-        get: operations["getMigrationJobRecords"];
+        get: operations["listMigrationJobRecords"];
         put?: never;
         /**
          * Upload records (NDJSON, one record per line)
-         * @description Content-Type `application/x-ndjson` (415 otherwise), optionally `Content-Encoding: gzip`. Each non-blank line is a record, numbered from 1 across all uploads of the job. The body is streamed and written in batches: an upload cut off keeps every complete line before the cut, and the job's `counts.total` says how many. A line that is not a JSON object, or longer than BODY_LIMIT_BYTES, is a failed record at step parse; a repeated external account number fails as `duplicate`. 400 `migration_job_not_open`, `migration_job_too_large` (more than JOB_MAX_RECORDS; the records before are kept); 413 `payload_too_large` (JOB_UPLOAD_LIMIT_BYTES).
+         * @description Content-Type `application/x-ndjson`, optionally `Content-Encoding: gzip`. Each non-blank line is a record, numbered from 1 across all uploads of the job: `{"account": {...}, "statements": [...], "transactions": [...], "notes": [...], "payment_instruction": {...}}`, where only `account` is required and each other part takes the items of its endpoint. The body is streamed and written in batches: an upload cut off keeps every complete line before the cut, and the job's `counts.total` says how many. A line that is not a JSON object, or longer than the body limit of a single request, is a failed record at step parse; a repeated external account number fails as `duplicate`. An upload may take as long as it needs, but one that receives no byte for a while (60 s by default) is cut off.
          */
-        post: operations["uploadMigrationRecords"];
+        post: operations["uploadMigrationJobRecords"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2959,7 +360,7 @@ export interface paths {
         put?: never;
         /**
          * Start the job (queued; scheduled while not_before is ahead)
-         * @description 400 `migration_job_not_open`, `migration_job_empty`.
+         * @description The records are worked through in the background, by every instance of the service.
          */
         post: operations["startMigrationJob"];
         delete?: never;
@@ -2979,7 +380,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel the job
-         * @description Records not started are cancelled; running ones finish, then the job is cancelled. 400 `migration_job_finished`.
+         * @description Records not started are cancelled; running ones finish, then the job is cancelled.
          */
         post: operations["cancelMigrationJob"];
         delete?: never;
@@ -2999,7 +400,7 @@ export interface paths {
         put?: never;
         /**
          * Retry the failed and cancelled records
-         * @description They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict. 400 `migration_job_not_finished`.
+         * @description They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict.
          */
         post: operations["retryMigrationJob"];
         delete?: never;
@@ -3017,7 +418,7 @@ export interface paths {
         };
         /**
          * A supplier's migration at a glance
-         * @description Counts by state, accounts created per hour over the last 48 hours, the failing accounts grouped by error code and attr (up to 20 groups, 5 examples each), and the supplier's unfinished migration jobs. 404 `not_found` for an unknown supplier or another organisation's.
+         * @description Counts by state, accounts created per hour over the last 48 hours, the failing accounts grouped by error code and attr (up to 20 groups, 5 examples each), and the supplier's unfinished migration jobs.
          */
         get: operations["getSupplierStats"];
         put?: never;
@@ -3057,7 +458,7 @@ export interface paths {
         };
         /**
          * An account's create attempts, newest first
-         * @description The latest 20 create attempts of one staged account, with the error of each failed one. 404 `not_found` for an unknown or another organisation's supplier, `account_not_found` for an account never staged.
+         * @description The latest 20 create attempts of one staged account, with the error of each failed one.
          */
         get: operations["getAccountAttempts"];
         put?: never;
@@ -3072,8 +473,264 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** MigrationJob */
-        "def-0": {
+        /** @description Why a request was refused. Some answers add fields of their own, listed on the operation. */
+        ErrorBody: {
+            /** @description For people; the wording may change. */
+            detail: string;
+            /** @description Stable and machine-readable reason, for example account_failed_validation. */
+            code: string;
+            /** @description The field problems, in the order of the fields in the request. */
+            errors?: components["schemas"]["FieldError"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A GraphQL request: the document, and its variables. */
+        GraphqlRequest: {
+            /** @description The GraphQL document. */
+            query: string;
+            operationName?: string | null;
+            variables?: Record<string, never> | null;
+            extensions?: Record<string, never> | null;
+        };
+        /** @description A GraphQL response: `data`, and `errors` whose `extensions.code` is one of the service's error codes. */
+        GraphqlResponse: {
+            /** @description The result; `{"obtainToken": null}` when the mutation failed. */
+            data?: unknown;
+            errors?: ({
+                message: string;
+                locations?: {
+                    line: number;
+                    column: number;
+                }[];
+                path?: (string | number)[];
+                extensions: {
+                    code: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description The data of one account to import. The required fields are listed; every other field may be omitted, and an undocumented field is refused (`unknown_field`). Across fields: `last_billed_to_date` >= `supply_start_date` (`invalid_date_range`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document path. Each field lists its bounds; a failure is `account_failed_validation` with one item per problem in `errors`. */
+        AccountData: {
+            /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            external_account_number: string;
+            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            import_supplier: string;
+            billing_address: components["schemas"]["BillingAddress"];
+            metadata?: components["schemas"]["MetadataItem"][];
+            customers: components["schemas"]["Customer"][];
+            supply_addresses: components["schemas"]["SupplyAddress"][];
+            /** @description Absent or empty only (`not_supported`). */
+            ledgers?: unknown[];
+            /** @description Absent or empty only (`not_supported`); import statements with historical-statements/create. */
+            statements?: unknown[];
+            notes?: components["schemas"]["Note"][];
+            unknown_occupier?: boolean;
+        };
+        /** @description The account whose data is staged. */
+        StagedAccount: {
+            import_supplier: string;
+            external_account_number: string;
+        };
+        /** @description Which staged account to create, and for which operations team. */
+        CreateAccountRequest: {
+            /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            external_account_number: string;
+            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            import_supplier_code: string;
+            /** @description An existing operations team; the account is linked to it. */
+            operations_team_name: string;
+            /** @description Run the whole create and roll it back: 400 dry_run_rolled_back when it would succeed. */
+            dry_run?: boolean;
+        };
+        CreatedAccount: {
+            /** @description The new account's number: `A-` and 8 characters of 0-9A-Z. */
+            service_account_number: string;
+        };
+        AccountStatus: {
+            /** @enum {string} */
+            status: "UNKNOWN" | "IN_PROGRESS" | "COMPLETED";
+            /** @description Empty while no account exists. */
+            service_account_number: string;
+            /** @description The latest failed create attempt while the account is not imported; null when none failed, and once it is imported. */
+            last_error: {
+                code: string;
+                detail: string;
+            } | null;
+        };
+        ImportNotesRequest: {
+            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            import_supplier: string;
+            /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            external_account_number: string;
+            notes: components["schemas"]["Note"][];
+        };
+        ImportTransactionsRequest: {
+            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            import_supplier: string;
+            /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            external_account_number: string;
+            transactions: components["schemas"]["Transaction"][];
+        };
+        ImportTransactionsResult: {
+            /** @description One result per posted transaction, in the order posted. */
+            results: components["schemas"]["TransactionResult"][];
+        };
+        /** @description Why a batch was refused: the error body, and for `TRANSACTION_IMPORT_ERROR` the failing transaction. */
+        TransactionImportError: {
+            /** @description For people; the wording may change. */
+            detail: string;
+            /** @description Stable and machine-readable reason, for example account_failed_validation. */
+            code: string;
+            /** @description The field problems, in the order of the fields in the request. */
+            errors?: components["schemas"]["FieldError"][];
+            /** @enum {string} */
+            status?: "TRANSACTION_IMPORT_ERROR";
+            /** @description Why the batch failed */
+            error_detail?: string;
+            /** @description The first failing transaction, amount as a string */
+            transaction_data?: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        ImportStatementsRequest: {
+            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            import_supplier: string;
+            /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            external_account_number: string;
+            statements: components["schemas"]["Statement"][];
+        };
+        /** @description How the account pays: an instruction held by a payment vendor, named by its reference there. */
+        PaymentInstruction: {
+            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            import_supplier: string;
+            /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            external_account_number: string;
+            /** @description Code of a payment vendor registered by the service team. */
+            vendor: string;
+            /** @description The instruction's reference at the vendor (for a stripe vendor, a PaymentMethod id). */
+            reference: string;
+            /**
+             * @description Kind of instruction: CARD, DIRECT_DEBIT, BANK_TRANSFER.
+             * @enum {string}
+             */
+            type: "CARD" | "DIRECT_DEBIT" | "BANK_TRANSFER";
+        };
+        PaymentInstructionResult: {
+            service_account_number: string;
+            reference: string;
+        };
+        /** @description An imported account as the service holds it; optional values are null rather than left out. */
+        Account: {
+            service_account_number: string;
+            external_account_number: string;
+            import_supplier: string;
+            operations_team: string;
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ */
+            created_at: string;
+            billing_address: {
+                street_address: string;
+                locality: string | null;
+                administrative_area: string | null;
+                country: string;
+                postal_code: string;
+            };
+            unknown_occupier: boolean | null;
+            customers: {
+                given_name: string;
+                family_name: string;
+                email: string | null;
+                mobile: string | null;
+                landline: string | null;
+            }[];
+            supply_addresses: {
+                supply_address1: string;
+                supply_address2: string | null;
+                supply_address3: string | null;
+                supply_address4: string | null;
+                supply_postcode: string;
+                customer_at_supply_address_from_date: string | null;
+                supply_points: {
+                    supply_type: string;
+                    identifier: string | null;
+                    /** Format: date */
+                    supply_start_date: string;
+                    last_billed_to_date: string | null;
+                    agreements_count: number;
+                    meters_count: number;
+                    registers_count: number;
+                }[];
+            }[];
+            /** @description Decimal string with two decimals, summed by the database from the transactions. Positive means the account is in credit: CREDIT and PAYMENT add to it; CHARGE, SUPPLY_CHARGE and REPAYMENT take from it. */
+            balance: string;
+            transactions_count: number;
+            /** @description First day of the open statement period; null when open from the start */
+            open_statement_period_from: string | null;
+            notes_count: number;
+            /** @description Notes pinned now (not yet past unpin_at), newest first, at most 100 */
+            pinned_notes: {
+                created_at: string;
+                body: string | null;
+                unpin_at: string | null;
+                documents: {
+                    /** @description As imported, relative to the supplier's documents root */
+                    document_path: string;
+                    /** @description Bucket, then the supplier's documents root, then the path */
+                    location: string;
+                }[];
+            }[];
+            statements: {
+                statement_id: string;
+                bill_period_from_date: string;
+                bill_period_to_date: string;
+                issued_date: string;
+                number: string;
+                /** @description Two decimals */
+                gross_amount: string;
+                document: {
+                    /** @description As imported, relative to the supplier's documents root */
+                    document_path: string;
+                    /** @description Bucket, then the supplier's documents root, then the path */
+                    location: string;
+                } | null;
+            }[];
+            payment_instruction: {
+                vendor: string;
+                reference: string;
+                type: string;
+                status: string | null;
+                /** @description The vendor's non-sensitive details */
+                details: {
+                    [key: string]: unknown;
+                };
+                created_at: string;
+            } | null;
+        };
+        CreateMigrationJobRequest: {
+            /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+            import_supplier: string;
+            /** @description The operations team the accounts are created for. */
+            operations_team_name: string;
+            /** @description Validate, stage and dry-run create each account; import nothing else. */
+            dry_run?: boolean;
+            /**
+             * Format: utc-date-time
+             * @description No record starts before this time (UTC, with Z).
+             */
+            not_before?: string | null;
+            /**
+             * Format: utc-date-time
+             * @description Records not started by this time are cancelled with migration_window_closed.
+             */
+            not_after?: string | null;
+        };
+        MigrationJob: {
             /**
              * Format: uuid
              * @description The job id (a UUID).
@@ -3118,6 +775,598 @@ export interface components {
             /** @description Seconds until the records left are done at the current rate; null when unknown or nothing is left. */
             eta_seconds: number | null;
         };
+        MigrationJobUpload: {
+            /** @description Records (non-blank lines) received by this upload. */
+            received: number;
+            /** @description Records of the job so far, across uploads. */
+            total_records: number;
+        };
+        MigrationJobRecordResult: {
+            /** @description The record's line number, from 1, across all uploads of the job (blank lines not counted). */
+            line: number;
+            external_account_number: string | null;
+            /** @enum {string} */
+            outcome: "pending" | "running" | "succeeded" | "skipped" | "failed" | "cancelled";
+            /**
+             * @description The failing step; null unless failed.
+             * @enum {string|null}
+             */
+            step: "parse" | "account" | "statements" | "transactions" | "notes" | "payment_instruction" | null;
+            /** @description Whether this record created the account (false: it was imported before); null until known. */
+            created: boolean | null;
+            service_account_number: string | null;
+            dry_run: boolean;
+            errors: {
+                code: string;
+                /** @description Dot path from the record: account.customers.0.mobile, transactions.3.amount. */
+                attr: string;
+                detail: string;
+            }[];
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
+            finished_at: string | null;
+        };
+        /** SupplierStats */
+        SupplierStats: {
+            import_supplier: string;
+            /** @enum {string} */
+            status: "ongoing" | "paused" | "complete";
+            counts: {
+                /** @description Staged, not imported, not skipped (failed and in_progress are among them). */
+                staged: number;
+                /** @description Staged accounts a create is running for now. */
+                in_progress: number;
+                /** @description Accounts created. */
+                imported: number;
+                /** @description Staged accounts whose latest create attempt failed. */
+                failed: number;
+                /** @description Marked to skip and not imported. */
+                skipped: number;
+            };
+            /** @description The last 48 hours, oldest first, the current hour last; every hour present. */
+            created_per_hour: {
+                /** @description The start of the hour, UTC: YYYY-MM-DDTHH:00:00Z. */
+                hour: string;
+                /** @description Accounts created in that hour. */
+                count: number;
+            }[];
+            /** @description The failing accounts (counts.failed) grouped by the code and attr of the first error of their latest attempt, largest first (then by code and attr). */
+            errors_by_code: {
+                /** @description What is wrong: the code of the first error of the latest failed create attempt (for a failed validation, the field's own code, such as invalid_phone_number). */
+                code: string;
+                /** @description The dot path of its first error; null when the error names no field. */
+                attr: string | null;
+                count: number;
+                /** @description Up to 5 external account numbers, in order. */
+                examples: string[];
+            }[];
+            /** @description The supplier's migration jobs that are not completed or cancelled, newest first; each as GET migration-jobs/<id>/. */
+            jobs: components["schemas"]["MigrationJob"][];
+        };
+        /** @description One problem with one field of the request. */
+        FieldError: {
+            /** @description For people; the wording may change. */
+            detail: string;
+            /** @description Stable and machine-readable, for example invalid_phone_number. */
+            code: string;
+            /** @description Dot path of the offending input, zero-based indexes, for example customers.0.landline; non_field_errors for the whole body. */
+            attr: string;
+        };
+        BillingAddress: {
+            /** @description May contain line breaks. */
+            street_address: string;
+            locality?: string;
+            administrative_area?: string;
+            /** @description ISO 3166-1 alpha-2 country code in capitals, for example GB (`invalid_country`). */
+            country: string;
+            postal_code: string;
+        };
+        MetadataItem: {
+            key?: string;
+            /** @description Free-form object: at most 32 levels of nesting and 65536 characters as JSON. */
+            value?: Record<string, never>;
+        };
+        Customer: {
+            given_name: string;
+            family_name: string;
+            /** @description Email address, or "" for none (`invalid_email`). */
+            email?: string;
+            /** @description Phone number in international format with a leading + (`invalid_phone_number`). */
+            mobile?: string;
+            /** @description Phone number, or "" for none; without a leading + it is read in the billing address's country (`invalid_phone_number`). */
+            landline?: string;
+            alternative_phone_numbers?: {
+                /** @description Phone number; without a leading + it is read in the billing address's country (`invalid_phone_number`). */
+                phone_number?: string;
+            }[];
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01, not in the future.
+             */
+            date_of_birth?: string;
+            customer_preferences?: {
+                opted_into_updates?: boolean;
+                opted_into_offers?: boolean;
+                opted_into_sms?: boolean;
+            };
+            /** @description Absent or empty only (`not_supported`). */
+            user_details?: unknown[];
+        };
+        SupplyAddress: {
+            supply_address1: string;
+            supply_address2?: string;
+            supply_address3?: string;
+            supply_address4?: string;
+            supply_postcode: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            customer_at_supply_address_from_date?: string;
+            supply_points: components["schemas"]["SupplyPoint"][];
+        };
+        /** @description A supply point; supply_type is one of ELECTRICITY, HEAT_PUMP, LIGHT, POLE, WATER_HEATER and decides which fields it takes. */
+        SupplyPoint: components["schemas"]["ElectricitySupplyPoint"] | components["schemas"]["HeatPumpSupplyPoint"] | components["schemas"]["LightSupplyPoint"] | components["schemas"]["PoleSupplyPoint"] | components["schemas"]["WaterHeaterSupplyPoint"];
+        ElectricitySupplyPoint: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            supply_type: "ELECTRICITY";
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            supply_start_date: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            last_billed_to_date?: string;
+            agreements?: components["schemas"]["Agreement"][];
+            /** @description The electricity supply point identifier: unique within the payload, and not live on another account. */
+            identifier: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            initial_connection_date?: string;
+            location_description?: string;
+            book_number?: string;
+            /** Format: int32 */
+            call_number?: number;
+            /** @enum {string} */
+            energization_status?: "ENERGIZED" | "DE_ENERGIZED";
+            meters?: components["schemas"]["Meter"][];
+            transfer_readings?: components["schemas"]["TransferReading"][];
+        };
+        Agreement: {
+            tariff_code: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            effective_from: string;
+        };
+        Meter: {
+            serial_number: string;
+            /** Format: int32 */
+            subgroup?: number;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            seal_date?: string;
+            /** Format: int32 */
+            meter_number?: number;
+            /** @enum {string} */
+            status?: "ACTIVE" | "INACTIVE" | "REMOVED";
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            active_from?: string;
+            meter_type?: components["schemas"]["MeterType"];
+            registers: components["schemas"]["Register"][];
+        };
+        MeterType: {
+            manufacturer?: string;
+            model?: string;
+            stock_code?: string;
+            amps_low?: number;
+            amps_high?: number;
+            volts_low?: number;
+            volts_high?: number;
+            elements?: number;
+            /** @enum {string} */
+            phase?: "SINGLE" | "THREE";
+            is_bidirectional?: boolean;
+            is_analog?: boolean;
+            network_connectivity?: boolean;
+            /** @enum {string} */
+            cover_material?: "GLASS" | "PLASTIC" | "METAL";
+            /** Format: int32 */
+            wire_ports?: number;
+            /** @enum {string} */
+            base?: "SOCKET" | "BOTTOM_CONNECTED" | "DIN_RAIL";
+        };
+        Register: {
+            /** @enum {string} */
+            register_type: "KWH_IMPORT" | "KWH_EXPORT" | "KW_IMPORT" | "KW_EXPORT" | "KVARH_IMPORT" | "KVARH_EXPORT" | "KVA_IMPORT" | "KVA_EXPORT";
+            /** Format: int32 */
+            whole_digits?: number;
+            /** Format: int32 */
+            decimal_digits?: number;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            active_from?: string;
+            multiplier?: number;
+        };
+        TransferReading: {
+            /** @enum {string} */
+            register_type: "KWH_IMPORT" | "KWH_EXPORT" | "KW_IMPORT" | "KW_EXPORT" | "KVARH_IMPORT" | "KVARH_EXPORT" | "KVA_IMPORT" | "KVA_EXPORT";
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            read_date: string;
+            /** @description The reading as a string holding a non-negative decimal number, for example "12345.6" (at most 12 digits and 6 decimals). */
+            value: string;
+        };
+        HeatPumpSupplyPoint: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            supply_type: "HEAT_PUMP";
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            supply_start_date: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            last_billed_to_date?: string;
+            agreements?: components["schemas"]["Agreement"][];
+            serial_number_internal?: string;
+            serial_number_external?: string;
+            make_model?: string;
+            /** Format: int32 */
+            size?: number;
+            location_description?: string;
+            product_note?: string;
+        };
+        LightSupplyPoint: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            supply_type: "LIGHT";
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            supply_start_date: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            last_billed_to_date?: string;
+            agreements?: components["schemas"]["Agreement"][];
+            serial_number?: string;
+            secondary_serial_number?: string | null;
+            manufacturer_name?: string;
+            model_name?: string;
+            location?: string;
+            product_note?: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            installed_at?: string;
+        };
+        PoleSupplyPoint: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            supply_type: "POLE";
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            supply_start_date: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            last_billed_to_date?: string;
+            agreements?: components["schemas"]["Agreement"][];
+            serial_number?: string;
+            secondary_serial_number?: string | null;
+            manufacturer_name?: string;
+            model_name?: string;
+            location?: string;
+            product_note?: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            installed_at?: string;
+        };
+        WaterHeaterSupplyPoint: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            supply_type: "WATER_HEATER";
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            supply_start_date: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            last_billed_to_date?: string;
+            agreements?: components["schemas"]["Agreement"][];
+            serial_number?: string;
+            /** @description Free text, for example BIG. */
+            tank_size?: string;
+            /** @description Free text, for example GREEN. */
+            tank_type?: string;
+            tank_configuration?: string;
+        };
+        /** @description A note on the account. It needs a non-blank body or at least one document path (`required` at the note). `created_at` defaults to the current UTC time. */
+        Note: {
+            /** @description Note text. A note needs a body or at least one document path. */
+            body?: string;
+            document_paths?: {
+                /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
+                document_path: string;
+            }[];
+            /**
+             * Format: utc-date-time
+             * @description UTC datetime, YYYY-MM-DDTHH:MM:SSZ, from 1900-01-01 to 2100-12-31.
+             */
+            created_at?: string;
+            /** @description Pins the note to the top of the account's support page. */
+            is_pinned?: boolean;
+            /**
+             * Format: utc-date-time
+             * @description UTC datetime at which the pin ends; only with `is_pinned: true`.
+             */
+            unpin_at?: string | null;
+        };
+        /** @description A financial transaction; `type` decides which fields it takes. */
+        Transaction: components["schemas"]["ChargeTransaction"] | components["schemas"]["CreditTransaction"] | components["schemas"]["PaymentTransaction"] | components["schemas"]["RepaymentTransaction"] | components["schemas"]["SupplyChargeTransaction"];
+        ChargeTransaction: {
+            transaction_id: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            transaction_date: string;
+            /** @description Positive, at most two decimals; the type gives the sign */
+            amount: number;
+            display_note?: string;
+            note?: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "CHARGE";
+            /** @enum {string} */
+            reason: "IMPORTED_CHARGE" | "IMPORTED_CREDIT" | "ACCOUNT_CHARGE_PAYMENT" | "FULL_CREDIT_REFUND" | "GENERAL_CREDIT";
+        };
+        CreditTransaction: {
+            transaction_id: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            transaction_date: string;
+            /** @description Positive, at most two decimals; the type gives the sign */
+            amount: number;
+            display_note?: string;
+            note?: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "CREDIT";
+            /** @enum {string} */
+            reason: "IMPORTED_CHARGE" | "IMPORTED_CREDIT" | "ACCOUNT_CHARGE_PAYMENT" | "FULL_CREDIT_REFUND" | "GENERAL_CREDIT";
+        };
+        PaymentTransaction: {
+            transaction_id: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            transaction_date: string;
+            /** @description Positive, at most two decimals; the type gives the sign */
+            amount: number;
+            display_note?: string;
+            note?: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "PAYMENT";
+            /** @enum {string} */
+            reason: "IMPORTED_CHARGE" | "IMPORTED_CREDIT" | "ACCOUNT_CHARGE_PAYMENT" | "FULL_CREDIT_REFUND" | "GENERAL_CREDIT";
+            reference?: string;
+            /** @enum {string} */
+            payment_type?: "DD_REGULAR_COLLECTION" | "DIRECT_CREDIT" | "DEBIT_CARD";
+        };
+        RepaymentTransaction: {
+            transaction_id: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            transaction_date: string;
+            /** @description Positive, at most two decimals; the type gives the sign */
+            amount: number;
+            display_note?: string;
+            note?: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "REPAYMENT";
+            /** @enum {string} */
+            reason: "IMPORTED_CHARGE" | "IMPORTED_CREDIT" | "ACCOUNT_CHARGE_PAYMENT" | "FULL_CREDIT_REFUND" | "GENERAL_CREDIT";
+            reference?: string;
+            /** @enum {string} */
+            payment_type?: "DD_REGULAR_COLLECTION" | "DIRECT_CREDIT" | "DEBIT_CARD";
+        };
+        SupplyChargeTransaction: {
+            transaction_id: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            transaction_date: string;
+            /** @description Positive, at most two decimals; the type gives the sign */
+            amount: number;
+            display_note?: string;
+            note?: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "SUPPLY_CHARGE";
+            product_code?: string;
+            line_items?: components["schemas"]["LineItem"][];
+            tax_items?: components["schemas"]["TaxItem"][];
+        };
+        LineItem: {
+            rate_band: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            start_date: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            end_date: string;
+            number_of_units: number;
+            net_amount: number;
+            price_per_unit: number;
+            units?: number[];
+        };
+        TaxItem: {
+            amount: number;
+            tax_type: string;
+            value_taxed: number;
+            rate: number;
+            unit_type: string;
+        };
+        TransactionResult: {
+            /** @enum {string} */
+            status: "TRANSACTION_ADDED_TO_ACCOUNT" | "TRANSACTION_ALREADY_EXISTS";
+            transaction_data: components["schemas"]["TransactionData"];
+        };
+        TransactionData: {
+            transaction_id: string;
+            /** Format: date */
+            transaction_date: string;
+            /**
+             * Format: date
+             * @description The date sent, when the transaction was moved into the open statement period
+             */
+            original_date?: string;
+            /** @description Two decimals, e.g. "12.30" */
+            amount: string;
+            /** @enum {string} */
+            type: "CHARGE" | "CREDIT" | "PAYMENT" | "REPAYMENT" | "SUPPLY_CHARGE";
+            reason?: string;
+            display_note?: string;
+            note?: string;
+            reference?: string;
+            payment_type?: string;
+            product_code?: string;
+            line_items?: {
+                [key: string]: unknown;
+            }[];
+            tax_items?: {
+                [key: string]: unknown;
+            }[];
+            /** @description Why the transaction was moved */
+            description?: string;
+            /** @enum {string} */
+            status?: "TRANSACTION_IMPORT_SUCCESS";
+        };
+        /** @description A statement the supplier already issued, usually a PDF under its documents root. */
+        Statement: {
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            bill_period_from_date: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31. Not before bill_period_from_date (`invalid_date_range`).
+             */
+            bill_period_to_date: string;
+            /** @description Unique per account; a repeat with the same data changes nothing */
+            statement_id: string;
+            /**
+             * Format: date
+             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             */
+            issued_date: string;
+            number: string;
+            /** @description At most two decimals */
+            gross_amount: number;
+            /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
+            statement_path?: string;
+        };
+        AccountImportRecord: {
+            external_account_number: string;
+            /** @description Null while pending. */
+            service_account_number: string | null;
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ; null while pending. */
+            account_created_at: string | null;
+            /** @description With `state=failed` only: the latest create attempt's error. */
+            last_error?: {
+                code: string;
+                /** @description The dot path of the first error; null when the error names no field. */
+                attr: string | null;
+                detail: string;
+            };
+        };
+        NoteResult: {
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ: the stored note's (the earlier one when it already existed) */
+            created_at: string;
+            /** @description null for a note of documents only */
+            body: string | null;
+            /** @enum {string} */
+            status: "NOTE_CREATION_SUCCESS" | "NOTE_ALREADY_EXISTS";
+        };
+        Event: {
+            /** @description Opaque and unique; also the `webhook-id` of its deliveries. Page with `after`. */
+            id: string;
+            /** @enum {string} */
+            type: "import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled";
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
+            created_at: string;
+            import_supplier: string;
+            /** @description Null for job events. */
+            external_account_number: string | null;
+            /** @description Depends on the type, for example `{"first_staging": true}` for import_process.staged. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
     };
     responses: never;
     parameters: never;
@@ -3127,12 +1376,2511 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    obtainToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "query": "mutation ObtainToken($key: String!) { obtainToken(input: {APIKey: $key}) { token expiresIn refreshToken refreshExpiresIn } }",
+                 *       "variables": {
+                 *         "key": "ak_0123456789ab.the-demo-api-key-printed-at-the-first-start"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["GraphqlRequest"];
+            };
+        };
+        responses: {
+            /** @description The request ran: the token pair, or `obtainToken: null` and an `authentication_failed` or `token_expired` error. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "obtainToken": {
+                     *           "token": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJkZW1vIn0.c2lnbmF0dXJl",
+                     *           "expiresIn": 3600,
+                     *           "refreshToken": "eyJhbGciOiJIUzI1NiJ9.eyJ0eXAiOiJyZWZyZXNoIn0.c2lnbmF0dXJl",
+                     *           "refreshExpiresIn": 604800
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+            /** @description The request could not run; each error's `extensions.code` is one of `invalid`, `parse_error`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "Syntax Error: Expected Name, found \"}\".",
+                     *           "locations": [
+                     *             {
+                     *               "line": 1,
+                     *               "column": 42
+                     *             }
+                     *           ],
+                     *           "extensions": {
+                     *             "code": "parse_error"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+            /** @description The body is larger than the body limit (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "The request body is larger than the limit.",
+                     *           "extensions": {
+                     *             "code": "payload_too_large"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+            /** @description The body is not `application/json` (`unsupported_media_type`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "Send the body as application/json.",
+                     *           "extensions": {
+                     *             "code": "unsupported_media_type"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+            /** @description Too many failed authentications from this address, or with this API key, in the last minute (`too_many_requests`): the credential was not checked. Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "obtainToken": null
+                     *       },
+                     *       "errors": [
+                     *         {
+                     *           "message": "Too many failed authentications from this address; retry in 42 seconds.",
+                     *           "locations": [
+                     *             {
+                     *               "line": 1,
+                     *               "column": 12
+                     *             }
+                     *           ],
+                     *           "path": [
+                     *             "obtainToken"
+                     *           ],
+                     *           "extensions": {
+                     *             "code": "too_many_requests"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+            /** @description An unexpected failure (`internal_error`), logged with the request id. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "An unexpected error occurred. It has been logged with this request id.",
+                     *           "extensions": {
+                     *             "code": "internal_error"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment (`service_unavailable`); retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errors": [
+                     *         {
+                     *           "message": "The database is unavailable; retry shortly.",
+                     *           "extensions": {
+                     *             "code": "service_unavailable"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+        };
+    };
+    validateAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "external_account_number": "DEMO-0001",
+                 *       "import_supplier": "DEMO",
+                 *       "billing_address": {
+                 *         "street_address": "Flat 2\n14 Harbour Road",
+                 *         "locality": "Bristol",
+                 *         "administrative_area": "City of Bristol",
+                 *         "country": "GB",
+                 *         "postal_code": "BS1 5TY"
+                 *       },
+                 *       "metadata": [
+                 *         {
+                 *           "key": "legacy_system",
+                 *           "value": {
+                 *             "name": "billing-v2",
+                 *             "migrated_by": "batch-7"
+                 *           }
+                 *         }
+                 *       ],
+                 *       "customers": [
+                 *         {
+                 *           "given_name": "Alice",
+                 *           "family_name": "Jones",
+                 *           "email": "alice.jones@example.com",
+                 *           "mobile": "+447911123456",
+                 *           "landline": "020 7946 0018",
+                 *           "date_of_birth": "1980-04-12",
+                 *           "customer_preferences": {
+                 *             "opted_into_updates": true,
+                 *             "opted_into_offers": false,
+                 *             "opted_into_sms": true
+                 *           }
+                 *         }
+                 *       ],
+                 *       "supply_addresses": [
+                 *         {
+                 *           "supply_address1": "Flat 2",
+                 *           "supply_address2": "14 Harbour Road",
+                 *           "supply_address3": "Bristol",
+                 *           "supply_postcode": "BS1 5TY",
+                 *           "customer_at_supply_address_from_date": "2019-06-01",
+                 *           "supply_points": [
+                 *             {
+                 *               "supply_type": "ELECTRICITY",
+                 *               "supply_start_date": "2019-06-01",
+                 *               "last_billed_to_date": "2024-03-31",
+                 *               "identifier": "MPAN-DEMO-0001",
+                 *               "energization_status": "ENERGIZED",
+                 *               "agreements": [
+                 *                 {
+                 *                   "tariff_code": "STD-VAR-2023",
+                 *                   "effective_from": "2023-04-01"
+                 *                 }
+                 *               ],
+                 *               "meters": [
+                 *                 {
+                 *                   "serial_number": "SN-DEMO-0001",
+                 *                   "status": "ACTIVE",
+                 *                   "active_from": "2019-06-01",
+                 *                   "meter_type": {
+                 *                     "manufacturer": "Landis+Gyr",
+                 *                     "model": "E470",
+                 *                     "phase": "SINGLE"
+                 *                   },
+                 *                   "registers": [
+                 *                     {
+                 *                       "register_type": "KWH_IMPORT",
+                 *                       "whole_digits": 6,
+                 *                       "decimal_digits": 1,
+                 *                       "multiplier": 1
+                 *                     }
+                 *                   ]
+                 *                 }
+                 *               ],
+                 *               "transfer_readings": [
+                 *                 {
+                 *                   "register_type": "KWH_IMPORT",
+                 *                   "read_date": "2024-03-31",
+                 *                   "value": "18234.7"
+                 *                 }
+                 *               ]
+                 *             },
+                 *             {
+                 *               "supply_type": "WATER_HEATER",
+                 *               "supply_start_date": "2019-06-01",
+                 *               "serial_number": "WH-DEMO-0001",
+                 *               "tank_size": "BIG"
+                 *             }
+                 *           ]
+                 *         }
+                 *       ],
+                 *       "notes": [
+                 *         {
+                 *           "body": "Customer prefers contact by email.",
+                 *           "created_at": "2024-01-10T09:30:00Z"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AccountData"];
+            };
+        };
+        responses: {
+            /** @description The data is valid; it is echoed exactly as sent. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "external_account_number": "DEMO-0001",
+                     *       "import_supplier": "DEMO",
+                     *       "billing_address": {
+                     *         "street_address": "Flat 2\n14 Harbour Road",
+                     *         "locality": "Bristol",
+                     *         "administrative_area": "City of Bristol",
+                     *         "country": "GB",
+                     *         "postal_code": "BS1 5TY"
+                     *       },
+                     *       "metadata": [
+                     *         {
+                     *           "key": "legacy_system",
+                     *           "value": {
+                     *             "name": "billing-v2",
+                     *             "migrated_by": "batch-7"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "customers": [
+                     *         {
+                     *           "given_name": "Alice",
+                     *           "family_name": "Jones",
+                     *           "email": "alice.jones@example.com",
+                     *           "mobile": "+447911123456",
+                     *           "landline": "020 7946 0018",
+                     *           "date_of_birth": "1980-04-12",
+                     *           "customer_preferences": {
+                     *             "opted_into_updates": true,
+                     *             "opted_into_offers": false,
+                     *             "opted_into_sms": true
+                     *           }
+                     *         }
+                     *       ],
+                     *       "supply_addresses": [
+                     *         {
+                     *           "supply_address1": "Flat 2",
+                     *           "supply_address2": "14 Harbour Road",
+                     *           "supply_address3": "Bristol",
+                     *           "supply_postcode": "BS1 5TY",
+                     *           "customer_at_supply_address_from_date": "2019-06-01",
+                     *           "supply_points": [
+                     *             {
+                     *               "supply_type": "ELECTRICITY",
+                     *               "supply_start_date": "2019-06-01",
+                     *               "last_billed_to_date": "2024-03-31",
+                     *               "identifier": "MPAN-DEMO-0001",
+                     *               "energization_status": "ENERGIZED",
+                     *               "agreements": [
+                     *                 {
+                     *                   "tariff_code": "STD-VAR-2023",
+                     *                   "effective_from": "2023-04-01"
+                     *                 }
+                     *               ],
+                     *               "meters": [
+                     *                 {
+                     *                   "serial_number": "SN-DEMO-0001",
+                     *                   "status": "ACTIVE",
+                     *                   "active_from": "2019-06-01",
+                     *                   "meter_type": {
+                     *                     "manufacturer": "Landis+Gyr",
+                     *                     "model": "E470",
+                     *                     "phase": "SINGLE"
+                     *                   },
+                     *                   "registers": [
+                     *                     {
+                     *                       "register_type": "KWH_IMPORT",
+                     *                       "whole_digits": 6,
+                     *                       "decimal_digits": 1,
+                     *                       "multiplier": 1
+                     *                     }
+                     *                   ]
+                     *                 }
+                     *               ],
+                     *               "transfer_readings": [
+                     *                 {
+                     *                   "register_type": "KWH_IMPORT",
+                     *                   "read_date": "2024-03-31",
+                     *                   "value": "18234.7"
+                     *                 }
+                     *               ]
+                     *             },
+                     *             {
+                     *               "supply_type": "WATER_HEATER",
+                     *               "supply_start_date": "2019-06-01",
+                     *               "serial_number": "WH-DEMO-0001",
+                     *               "tank_size": "BIG"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "notes": [
+                     *         {
+                     *           "body": "Customer prefers contact by email.",
+                     *           "created_at": "2024-01-10T09:30:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountData"];
+                };
+            };
+            /** @description Refused; `code` is one of `account_failed_validation`, `parse_error`, `import_supplier_not_found`. `account_failed_validation` lists every problem in `errors`, in the order of the fields in the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The account data failed validation.",
+                     *       "code": "account_failed_validation",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "This field is required.",
+                     *           "code": "required",
+                     *           "attr": "billing_address.postal_code"
+                     *         },
+                     *         {
+                     *           "detail": "Enter a valid phone number in international format with a leading +.",
+                     *           "code": "invalid_phone_number",
+                     *           "attr": "customers.0.mobile"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stageAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "external_account_number": "DEMO-0001",
+                 *       "import_supplier": "DEMO",
+                 *       "billing_address": {
+                 *         "street_address": "Flat 2\n14 Harbour Road",
+                 *         "locality": "Bristol",
+                 *         "administrative_area": "City of Bristol",
+                 *         "country": "GB",
+                 *         "postal_code": "BS1 5TY"
+                 *       },
+                 *       "metadata": [
+                 *         {
+                 *           "key": "legacy_system",
+                 *           "value": {
+                 *             "name": "billing-v2",
+                 *             "migrated_by": "batch-7"
+                 *           }
+                 *         }
+                 *       ],
+                 *       "customers": [
+                 *         {
+                 *           "given_name": "Alice",
+                 *           "family_name": "Jones",
+                 *           "email": "alice.jones@example.com",
+                 *           "mobile": "+447911123456",
+                 *           "landline": "020 7946 0018",
+                 *           "date_of_birth": "1980-04-12",
+                 *           "customer_preferences": {
+                 *             "opted_into_updates": true,
+                 *             "opted_into_offers": false,
+                 *             "opted_into_sms": true
+                 *           }
+                 *         }
+                 *       ],
+                 *       "supply_addresses": [
+                 *         {
+                 *           "supply_address1": "Flat 2",
+                 *           "supply_address2": "14 Harbour Road",
+                 *           "supply_address3": "Bristol",
+                 *           "supply_postcode": "BS1 5TY",
+                 *           "customer_at_supply_address_from_date": "2019-06-01",
+                 *           "supply_points": [
+                 *             {
+                 *               "supply_type": "ELECTRICITY",
+                 *               "supply_start_date": "2019-06-01",
+                 *               "last_billed_to_date": "2024-03-31",
+                 *               "identifier": "MPAN-DEMO-0001",
+                 *               "energization_status": "ENERGIZED",
+                 *               "agreements": [
+                 *                 {
+                 *                   "tariff_code": "STD-VAR-2023",
+                 *                   "effective_from": "2023-04-01"
+                 *                 }
+                 *               ],
+                 *               "meters": [
+                 *                 {
+                 *                   "serial_number": "SN-DEMO-0001",
+                 *                   "status": "ACTIVE",
+                 *                   "active_from": "2019-06-01",
+                 *                   "meter_type": {
+                 *                     "manufacturer": "Landis+Gyr",
+                 *                     "model": "E470",
+                 *                     "phase": "SINGLE"
+                 *                   },
+                 *                   "registers": [
+                 *                     {
+                 *                       "register_type": "KWH_IMPORT",
+                 *                       "whole_digits": 6,
+                 *                       "decimal_digits": 1,
+                 *                       "multiplier": 1
+                 *                     }
+                 *                   ]
+                 *                 }
+                 *               ],
+                 *               "transfer_readings": [
+                 *                 {
+                 *                   "register_type": "KWH_IMPORT",
+                 *                   "read_date": "2024-03-31",
+                 *                   "value": "18234.7"
+                 *                 }
+                 *               ]
+                 *             },
+                 *             {
+                 *               "supply_type": "WATER_HEATER",
+                 *               "supply_start_date": "2019-06-01",
+                 *               "serial_number": "WH-DEMO-0001",
+                 *               "tank_size": "BIG"
+                 *             }
+                 *           ]
+                 *         }
+                 *       ],
+                 *       "notes": [
+                 *         {
+                 *           "body": "Customer prefers contact by email.",
+                 *           "created_at": "2024-01-10T09:30:00Z"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AccountData"];
+            };
+        };
+        responses: {
+            /** @description Staged again: this data replaced the data staged before. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "import_supplier": "DEMO",
+                     *       "external_account_number": "DEMO-0001"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StagedAccount"];
+                };
+            };
+            /** @description Staged for the first time. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "import_supplier": "DEMO",
+                     *       "external_account_number": "DEMO-0001"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StagedAccount"];
+                };
+            };
+            /** @description Refused; `code` is one of `account_failed_validation`, `parse_error`, `import_supplier_not_found`, `import_supplier_paused`, `import_supplier_complete`, `account_already_imported`, `account_marked_to_skip`. `account_already_imported` adds `external_account_number` and `service_account_number`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The account data failed validation.",
+                     *       "code": "account_failed_validation",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "This field is required.",
+                     *           "code": "required",
+                     *           "attr": "billing_address.postal_code"
+                     *         },
+                     *         {
+                     *           "detail": "Enter a valid phone number in international format with a leading +.",
+                     *           "code": "invalid_phone_number",
+                     *           "attr": "customers.0.mobile"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "external_account_number": "DEMO-0001",
+                 *       "import_supplier_code": "DEMO",
+                 *       "operations_team_name": "Operations"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateAccountRequest"];
+            };
+        };
+        responses: {
+            /** @description The account was created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "service_account_number": "A-7K2M9Q4X"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedAccount"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `import_supplier_paused`, `import_supplier_complete`, `account_not_staged`, `account_already_imported`, `account_marked_to_skip`, `account_import_in_progress`, `operations_team_not_found`, `account_failed_validation`, `supply_point_already_registered`, `dry_run_rolled_back`. `account_already_imported` adds `external_account_number` and `service_account_number`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Account \"DEMO-0001\" is already imported as A-7K2M9Q4X.",
+                     *       "code": "account_already_imported",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Account \"DEMO-0001\" is already imported as A-7K2M9Q4X.",
+                     *           "code": "account_already_imported",
+                     *           "attr": "external_account_number"
+                     *         }
+                     *       ],
+                     *       "external_account_number": "DEMO-0001",
+                     *       "service_account_number": "A-7K2M9Q4X"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `concurrency_limit_exceeded`. The service creates a bounded number of accounts at once, across all its instances; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "More than 40 accounts are being created at once; retry shortly.",
+                     *       "code": "concurrency_limit_exceeded"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAccountStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                import_supplier_code: string;
+                external_account_number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's import status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "COMPLETED",
+                     *       "service_account_number": "A-7K2M9Q4X",
+                     *       "last_error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountStatus"];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. A path parameter is longer than 200 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 200 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "external_account_number"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `account_not_found`. The supplier (or another organisation's) has no import process for the account. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No import process for account \"DEMO-0404\" of import supplier \"DEMO\".",
+                     *       "code": "account_not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listAccountImports: {
+        parameters: {
+            query?: {
+                /** @description Page by keyset; without it the whole list is streamed. */
+                page_size?: number;
+                /** @description The cursor of the next page, from the Link header. */
+                cursor?: string;
+                /** @description `failed`: only staged accounts (not imported, not skipped) whose latest create attempt failed, each with `last_error`. */
+                state?: "failed";
+            };
+            header?: never;
+            path: {
+                import_supplier_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The accounts, in order; without `page_size`, all of them in one streamed array. */
+            200: {
+                headers: {
+                    /** @description With `page_size`, while more remain: `<url of the next page>; rel="next"`. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "external_account_number": "DEMO-0001",
+                     *         "service_account_number": "A-7K2M9Q4X",
+                     *         "account_created_at": "2025-03-04T10:15:00Z"
+                     *       },
+                     *       {
+                     *         "external_account_number": "DEMO-0002",
+                     *         "service_account_number": null,
+                     *         "account_created_at": null
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["AccountImportRecord"][];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. A query parameter is out of its bounds, or the cursor is not one the service gave. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
+                     *           "code": "invalid",
+                     *           "attr": "cursor"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such import supplier for the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No import supplier with code \"ACME\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listPendingAccountImports: {
+        parameters: {
+            query?: {
+                /** @description Page by keyset; without it the whole list is streamed. */
+                page_size?: number;
+                /** @description The cursor of the next page, from the Link header. */
+                cursor?: string;
+                /** @description `failed`: only staged accounts (not imported, not skipped) whose latest create attempt failed, each with `last_error`. */
+                state?: "failed";
+            };
+            header?: never;
+            path: {
+                import_supplier_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The accounts, in order; without `page_size`, all of them in one streamed array. */
+            200: {
+                headers: {
+                    /** @description With `page_size`, while more remain: `<url of the next page>; rel="next"`. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "external_account_number": "DEMO-0002",
+                     *         "service_account_number": null,
+                     *         "account_created_at": null
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["AccountImportRecord"][];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. A query parameter is out of its bounds, or the cursor is not one the service gave. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
+                     *           "code": "invalid",
+                     *           "attr": "cursor"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such import supplier for the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No import supplier with code \"ACME\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listImportedAccountImports: {
+        parameters: {
+            query?: {
+                /** @description Page by keyset; without it the whole list is streamed. */
+                page_size?: number;
+                /** @description The cursor of the next page, from the Link header. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                import_supplier_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The accounts, in order; without `page_size`, all of them in one streamed array. */
+            200: {
+                headers: {
+                    /** @description With `page_size`, while more remain: `<url of the next page>; rel="next"`. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "external_account_number": "DEMO-0001",
+                     *         "service_account_number": "A-7K2M9Q4X",
+                     *         "account_created_at": "2025-03-04T10:15:00Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["AccountImportRecord"][];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. A query parameter is out of its bounds, or the cursor is not one the service gave. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
+                     *           "code": "invalid",
+                     *           "attr": "cursor"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such import supplier for the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No import supplier with code \"ACME\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    importNotes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "import_supplier": "DEMO",
+                 *       "external_account_number": "DEMO-0001",
+                 *       "notes": [
+                 *         {
+                 *           "body": "Called the customer about the move-in date.",
+                 *           "created_at": "2024-04-02T11:00:00Z"
+                 *         },
+                 *         {
+                 *           "document_paths": [
+                 *             {
+                 *               "document_path": "letters/DEMO-0001/welcome-2019.pdf"
+                 *             }
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ImportNotesRequest"];
+            };
+        };
+        responses: {
+            /** @description Each note was created or found already there. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "created_at": "2024-04-02T11:00:00Z",
+                     *         "body": "Called the customer about the move-in date.",
+                     *         "status": "NOTE_CREATION_SUCCESS"
+                     *       },
+                     *       {
+                     *         "created_at": "2025-03-04T10:16:00Z",
+                     *         "body": null,
+                     *         "status": "NOTE_CREATION_SUCCESS"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["NoteResult"][];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "A note needs a body or at least one document path.",
+                     *           "code": "required",
+                     *           "attr": "notes.0"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `account_not_found`. The account is not imported (or was never staged). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *       "code": "account_not_found",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *           "code": "account_not_found",
+                     *           "attr": "external_account_number"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    importTransactions: {
+        parameters: {
+            query?: {
+                /** @description Look up each transaction_id first and skip those added before. Accepts true, false, True, False, TRUE, FALSE, 1 or 0. */
+                check_previously_added?: boolean;
+                /** @description Move a transaction dated before the open statement period to its first day. Accepts true, false, True, False, TRUE, FALSE, 1 or 0. */
+                force_add_to_current_statement?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "import_supplier": "DEMO",
+                 *       "external_account_number": "DEMO-0001",
+                 *       "transactions": [
+                 *         {
+                 *           "transaction_id": "TX-2024-0001",
+                 *           "transaction_date": "2024-04-05",
+                 *           "amount": 84.17,
+                 *           "type": "PAYMENT",
+                 *           "reason": "ACCOUNT_CHARGE_PAYMENT",
+                 *           "payment_type": "DD_REGULAR_COLLECTION",
+                 *           "reference": "DD-APR-2024"
+                 *         },
+                 *         {
+                 *           "transaction_id": "TX-2024-0002",
+                 *           "transaction_date": "2024-04-30",
+                 *           "amount": 61.5,
+                 *           "type": "SUPPLY_CHARGE",
+                 *           "product_code": "STD-VAR-2023",
+                 *           "line_items": [
+                 *             {
+                 *               "rate_band": "Day",
+                 *               "start_date": "2024-04-01",
+                 *               "end_date": "2024-04-30",
+                 *               "number_of_units": 250,
+                 *               "net_amount": 58.57,
+                 *               "price_per_unit": 0.2343
+                 *             }
+                 *           ],
+                 *           "tax_items": [
+                 *             {
+                 *               "amount": 2.93,
+                 *               "tax_type": "VAT",
+                 *               "value_taxed": 58.57,
+                 *               "rate": 0.05,
+                 *               "unit_type": "GBP"
+                 *             }
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ImportTransactionsRequest"];
+            };
+        };
+        responses: {
+            /** @description Every transaction was added, or found added before. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "status": "TRANSACTION_ADDED_TO_ACCOUNT",
+                     *           "transaction_data": {
+                     *             "transaction_id": "TX-2024-0001",
+                     *             "transaction_date": "2024-04-05",
+                     *             "amount": "84.17",
+                     *             "type": "PAYMENT",
+                     *             "reason": "ACCOUNT_CHARGE_PAYMENT",
+                     *             "reference": "DD-APR-2024",
+                     *             "payment_type": "DD_REGULAR_COLLECTION",
+                     *             "status": "TRANSACTION_IMPORT_SUCCESS"
+                     *           }
+                     *         },
+                     *         {
+                     *           "status": "TRANSACTION_ADDED_TO_ACCOUNT",
+                     *           "transaction_data": {
+                     *             "transaction_id": "TX-2024-0002",
+                     *             "transaction_date": "2024-04-30",
+                     *             "amount": "61.50",
+                     *             "type": "SUPPLY_CHARGE",
+                     *             "product_code": "STD-VAR-2023",
+                     *             "line_items": [
+                     *               {
+                     *                 "rate_band": "Day",
+                     *                 "start_date": "2024-04-01",
+                     *                 "end_date": "2024-04-30",
+                     *                 "number_of_units": 250,
+                     *                 "net_amount": 58.57,
+                     *                 "price_per_unit": 0.2343
+                     *               }
+                     *             ],
+                     *             "tax_items": [
+                     *               {
+                     *                 "amount": 2.93,
+                     *                 "tax_type": "VAT",
+                     *                 "value_taxed": 58.57,
+                     *                 "rate": 0.05,
+                     *                 "unit_type": "GBP"
+                     *               }
+                     *             ],
+                     *             "status": "TRANSACTION_IMPORT_SUCCESS"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportTransactionsResult"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `TRANSACTION_IMPORT_ERROR`, `account_balance_out_of_range`. Nothing of the batch is stored. `TRANSACTION_IMPORT_ERROR` (a transaction added before, with check_previously_added=false; or dated in a closed statement period, with force_add_to_current_statement=false) adds `status`, `error_detail` and the failing `transaction_data`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Transaction \"TX-2024-0003\" is dated 2024-03-20, before the open statement period, which starts 2024-04-01.",
+                     *       "code": "TRANSACTION_IMPORT_ERROR",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Transaction \"TX-2024-0003\" is dated 2024-03-20, before the open statement period, which starts 2024-04-01.",
+                     *           "code": "TRANSACTION_IMPORT_ERROR",
+                     *           "attr": "transactions.0.transaction_date"
+                     *         }
+                     *       ],
+                     *       "status": "TRANSACTION_IMPORT_ERROR",
+                     *       "error_detail": "Transaction \"TX-2024-0003\" is dated 2024-03-20, before the open statement period, which starts 2024-04-01.",
+                     *       "transaction_data": {
+                     *         "transaction_id": "TX-2024-0003",
+                     *         "transaction_date": "2024-03-20",
+                     *         "amount": "12.00",
+                     *         "type": "CHARGE",
+                     *         "reason": "IMPORTED_CHARGE"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TransactionImportError"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `account_not_found`. The account is not imported (or was never staged). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *       "code": "account_not_found",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *           "code": "account_not_found",
+                     *           "attr": "external_account_number"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    importStatements: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "import_supplier": "DEMO",
+                 *       "external_account_number": "DEMO-0001",
+                 *       "statements": [
+                 *         {
+                 *           "bill_period_from_date": "2024-03-01",
+                 *           "bill_period_to_date": "2024-03-31",
+                 *           "statement_id": "ST-2024-03",
+                 *           "issued_date": "2024-04-02",
+                 *           "number": "INV-000311",
+                 *           "gross_amount": 84.17,
+                 *           "statement_path": "statements/2024/ST-2024-03.pdf"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ImportStatementsRequest"];
+            };
+        };
+        responses: {
+            /** @description The statements are stored (or were already, with the same data); the body is echoed. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "import_supplier": "DEMO",
+                     *       "external_account_number": "DEMO-0001",
+                     *       "statements": [
+                     *         {
+                     *           "bill_period_from_date": "2024-03-01",
+                     *           "bill_period_to_date": "2024-03-31",
+                     *           "statement_id": "ST-2024-03",
+                     *           "issued_date": "2024-04-02",
+                     *           "number": "INV-000311",
+                     *           "gross_amount": 84.17,
+                     *           "statement_path": "statements/2024/ST-2024-03.pdf"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportStatementsRequest"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `statement_period_overlap`. A known statement_id with different data is `invalid`, with `duplicate` at its statement_id in `errors`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The period 2024-03-15 to 2024-04-14 overlaps statement \"ST-2024-03\" (2024-03-01 to 2024-03-31).",
+                     *       "code": "statement_period_overlap",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "The period 2024-03-15 to 2024-04-14 overlaps statement \"ST-2024-03\" (2024-03-01 to 2024-03-31).",
+                     *           "code": "statement_period_overlap",
+                     *           "attr": "statements.0.bill_period_from_date"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `account_not_found`. The account is not imported (or was never staged). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *       "code": "account_not_found",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *           "code": "account_not_found",
+                     *           "attr": "external_account_number"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    importPaymentInstruction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "import_supplier": "DEMO",
+                 *       "external_account_number": "DEMO-0001",
+                 *       "vendor": "demo-pay",
+                 *       "reference": "pm_1PqR2sT3uV4wX5yZ",
+                 *       "type": "CARD"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PaymentInstruction"];
+            };
+        };
+        responses: {
+            /** @description The instruction is the account's active one (stored now, or the same one stored before). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "service_account_number": "A-7K2M9Q4X",
+                     *       "reference": "pm_1PqR2sT3uV4wX5yZ"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PaymentInstructionResult"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `payment_vendor_not_found`, `payment_instruction_not_found`, `payment_vendor_rejected`, `active_payment_instruction_exists`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No payment vendor with code \"demo-pay\".",
+                     *       "code": "payment_vendor_not_found",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "No payment vendor with code \"demo-pay\".",
+                     *           "code": "payment_vendor_not_found",
+                     *           "attr": "vendor"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `account_not_found`. The account is not imported (or was never staged). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *       "code": "account_not_found",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *           "code": "account_not_found",
+                     *           "attr": "external_account_number"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is one of `payment_vendor_unavailable`, `internal_error`. `payment_vendor_unavailable`: the vendor could not be reached, timed out or kept failing; retry the request as it is. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Payment vendor \"demo-pay\" answered HTTP 503. (3 attempts) Retry the request as it is.",
+                     *       "code": "payment_vendor_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+                import_supplier_code: string;
+                /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
+                external_account_number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "service_account_number": "A-7K2M9Q4X",
+                     *       "external_account_number": "DEMO-0001",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team": "Operations",
+                     *       "created_at": "2025-03-04T10:15:00Z",
+                     *       "billing_address": {
+                     *         "street_address": "Flat 2\n14 Harbour Road",
+                     *         "locality": "Bristol",
+                     *         "administrative_area": "City of Bristol",
+                     *         "country": "GB",
+                     *         "postal_code": "BS1 5TY"
+                     *       },
+                     *       "unknown_occupier": null,
+                     *       "customers": [
+                     *         {
+                     *           "given_name": "Alice",
+                     *           "family_name": "Jones",
+                     *           "email": "alice.jones@example.com",
+                     *           "mobile": "+447911123456",
+                     *           "landline": "020 7946 0018"
+                     *         }
+                     *       ],
+                     *       "supply_addresses": [
+                     *         {
+                     *           "supply_address1": "Flat 2",
+                     *           "supply_address2": "14 Harbour Road",
+                     *           "supply_address3": "Bristol",
+                     *           "supply_address4": null,
+                     *           "supply_postcode": "BS1 5TY",
+                     *           "customer_at_supply_address_from_date": "2019-06-01",
+                     *           "supply_points": [
+                     *             {
+                     *               "supply_type": "ELECTRICITY",
+                     *               "identifier": "MPAN-DEMO-0001",
+                     *               "supply_start_date": "2019-06-01",
+                     *               "last_billed_to_date": "2024-03-31",
+                     *               "agreements_count": 1,
+                     *               "meters_count": 1,
+                     *               "registers_count": 1
+                     *             },
+                     *             {
+                     *               "supply_type": "WATER_HEATER",
+                     *               "identifier": null,
+                     *               "supply_start_date": "2019-06-01",
+                     *               "last_billed_to_date": null,
+                     *               "agreements_count": 0,
+                     *               "meters_count": 0,
+                     *               "registers_count": 0
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "balance": "22.67",
+                     *       "transactions_count": 2,
+                     *       "open_statement_period_from": "2024-04-01",
+                     *       "notes_count": 3,
+                     *       "pinned_notes": [],
+                     *       "statements": [
+                     *         {
+                     *           "statement_id": "ST-2024-03",
+                     *           "bill_period_from_date": "2024-03-01",
+                     *           "bill_period_to_date": "2024-03-31",
+                     *           "issued_date": "2024-04-02",
+                     *           "number": "INV-000311",
+                     *           "gross_amount": "84.17",
+                     *           "document": {
+                     *             "document_path": "statements/2024/ST-2024-03.pdf",
+                     *             "location": "s3://account-migration-documents/statements/2024/ST-2024-03.pdf"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "payment_instruction": {
+                     *         "vendor": "demo-pay",
+                     *         "reference": "pm_1PqR2sT3uV4wX5yZ",
+                     *         "type": "CARD",
+                     *         "status": "active",
+                     *         "details": {
+                     *           "type": "CARD",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expiry": "12/30",
+                     *           "status": "active",
+                     *           "reference": "pm_1PqR2sT3uV4wX5yZ"
+                     *         },
+                     *         "created_at": "2025-03-04T10:16:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. A path parameter is not a possible supplier code or account number (too long, or with a control character). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "This value has an invalid format.",
+                     *           "code": "invalid",
+                     *           "attr": "external_account_number"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `account_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No imported account \"DEMO-0404\" for this import supplier.",
+                     *       "code": "account_not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query: {
+                /** @description The supplier whose events to read. */
+                import_supplier: string;
+                /** @description The id of the last event read: the page starts after it, in feed order. */
+                after?: string;
+                /** @description At most this many events (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The next events of the supplier, oldest first; empty when there is nothing new. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "1",
+                     *         "type": "import_process.staged",
+                     *         "created_at": "2025-03-04T10:14:58Z",
+                     *         "import_supplier": "DEMO",
+                     *         "external_account_number": "DEMO-0001",
+                     *         "data": {
+                     *           "first_staging": true
+                     *         }
+                     *       },
+                     *       {
+                     *         "id": "2",
+                     *         "type": "import_process.completed",
+                     *         "created_at": "2025-03-04T10:15:00Z",
+                     *         "import_supplier": "DEMO",
+                     *         "external_account_number": "DEMO-0001",
+                     *         "data": {
+                     *           "account_created_at": "2025-03-04T10:15:00Z",
+                     *           "service_account_number": "A-7K2M9Q4X"
+                     *         }
+                     *       },
+                     *       {
+                     *         "id": "3",
+                     *         "type": "post_import.completed",
+                     *         "created_at": "2025-03-04T10:16:00Z",
+                     *         "import_supplier": "DEMO",
+                     *         "external_account_number": "DEMO-0001",
+                     *         "data": {
+                     *           "kind": "notes",
+                     *           "added": 2,
+                     *           "already_existing": 0
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Event"][];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. A query parameter is out of its bounds, or `after` names no kept event of the supplier. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No event \"99\" of import supplier \"DEMO\"; it may be older than the retention period. Read from the start without after.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "No event \"99\" of import supplier \"DEMO\"; it may be older than the retention period. Read from the start without after.",
+                     *           "code": "invalid",
+                     *           "attr": "after"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such import supplier for the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No import supplier with code \"ACME\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listMigrationJobs: {
         parameters: {
             query: {
                 /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 import_supplier: string;
-                /** @description Page by keyset (D7); the next page is in the Link header. */
+                /** @description Page by keyset (default 100); the next page is in the Link header. */
                 page_size?: number;
                 /** @description The cursor of the next page, from the Link header. */
                 cursor?: string;
@@ -3143,59 +3891,110 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description One page of the supplier's jobs, newest first. */
             200: {
                 headers: {
+                    /** @description With `page_size`, while more remain: `<url of the next page>; rel="next"`. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["def-0"][];
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *         "import_supplier": "DEMO",
+                     *         "operations_team_name": "Operations",
+                     *         "dry_run": false,
+                     *         "state": "open",
+                     *         "not_before": null,
+                     *         "not_after": null,
+                     *         "created_at": "2025-03-04T10:20:00Z",
+                     *         "started_at": null,
+                     *         "finished_at": null,
+                     *         "counts": {
+                     *           "total": 1,
+                     *           "pending": 1,
+                     *           "running": 0,
+                     *           "succeeded": 0,
+                     *           "skipped": 0,
+                     *           "failed": 0,
+                     *           "cancelled": 0
+                     *         },
+                     *         "errors_by_code": [],
+                     *         "records_per_minute": 0,
+                     *         "eta_seconds": null
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["MigrationJob"][];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `invalid`. A query parameter is out of its bounds, or the cursor is not one the service gave. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "The cursor is not one this service gave.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "The cursor is not one this service gave.",
+                     *           "code": "invalid",
+                     *           "attr": "cursor"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3209,124 +4008,146 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
-                    import_supplier: string;
-                    /** @description The operations team the accounts are created for. */
-                    operations_team_name: string;
-                    /** @description Validate, stage and dry-run create each account; import nothing else. */
-                    dry_run?: boolean;
-                    /**
-                     * Format: utc-date-time
-                     * @description No record starts before this time (UTC, with Z).
-                     */
-                    not_before?: string | null;
-                    /**
-                     * Format: utc-date-time
-                     * @description Records not started by this time are cancelled with migration_window_closed.
-                     */
-                    not_after?: string | null;
-                };
+                /**
+                 * @example {
+                 *       "import_supplier": "DEMO",
+                 *       "operations_team_name": "Operations"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateMigrationJobRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The job, open for uploads. */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description The job id (a UUID).
-                         */
-                        id: string;
-                        import_supplier: string;
-                        operations_team_name: string;
-                        dry_run: boolean;
-                        /**
-                         * @description paused: the supplier is paused; the job goes on when it is ongoing again.
-                         * @enum {string}
-                         */
-                        state: "open" | "scheduled" | "queued" | "running" | "paused" | "completed" | "cancelled";
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_before: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_after: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        created_at: string;
-                        /** @description When the job was started (UTC). */
-                        started_at: string | null;
-                        /** @description When the job completed or was cancelled (UTC). */
-                        finished_at: string | null;
-                        counts: {
-                            /** @description Records uploaded: always the sum of the other counts. */
-                            total: number;
-                            pending: number;
-                            running: number;
-                            succeeded: number;
-                            skipped: number;
-                            failed: number;
-                            cancelled: number;
-                        };
-                        /** @description The first error of each failed record, by code, largest first. */
-                        errors_by_code: {
-                            /** @description The code of the first error of failed records. */
-                            code: string;
-                            count: number;
-                        }[];
-                        /** @description Records finished per minute over the last five minutes. */
-                        records_per_minute: number;
-                        /** @description Seconds until the records left are done at the current rate; null when unknown or nothing is left. */
-                        eta_seconds: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team_name": "Operations",
+                     *       "dry_run": false,
+                     *       "state": "open",
+                     *       "not_before": null,
+                     *       "not_after": null,
+                     *       "created_at": "2025-03-04T10:20:00Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": {
+                     *         "total": 0,
+                     *         "pending": 0,
+                     *         "running": 0,
+                     *         "succeeded": 0,
+                     *         "skipped": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "errors_by_code": [],
+                     *       "records_per_minute": 0,
+                     *       "eta_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJob"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `import_supplier_complete`, `operations_team_not_found`. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No import supplier with code \"ACME\".",
+                     *       "code": "import_supplier_not_found",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "No import supplier with code \"ACME\".",
+                     *           "code": "import_supplier_not_found",
+                     *           "attr": "import_supplier"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3343,108 +4164,126 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The job. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description The job id (a UUID).
-                         */
-                        id: string;
-                        import_supplier: string;
-                        operations_team_name: string;
-                        dry_run: boolean;
-                        /**
-                         * @description paused: the supplier is paused; the job goes on when it is ongoing again.
-                         * @enum {string}
-                         */
-                        state: "open" | "scheduled" | "queued" | "running" | "paused" | "completed" | "cancelled";
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_before: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_after: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        created_at: string;
-                        /** @description When the job was started (UTC). */
-                        started_at: string | null;
-                        /** @description When the job completed or was cancelled (UTC). */
-                        finished_at: string | null;
-                        counts: {
-                            /** @description Records uploaded: always the sum of the other counts. */
-                            total: number;
-                            pending: number;
-                            running: number;
-                            succeeded: number;
-                            skipped: number;
-                            failed: number;
-                            cancelled: number;
-                        };
-                        /** @description The first error of each failed record, by code, largest first. */
-                        errors_by_code: {
-                            /** @description The code of the first error of failed records. */
-                            code: string;
-                            count: number;
-                        }[];
-                        /** @description Records finished per minute over the last five minutes. */
-                        records_per_minute: number;
-                        /** @description Seconds until the records left are done at the current rate; null when unknown or nothing is left. */
-                        eta_seconds: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team_name": "Operations",
+                     *       "dry_run": false,
+                     *       "state": "open",
+                     *       "not_before": null,
+                     *       "not_after": null,
+                     *       "created_at": "2025-03-04T10:20:00Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": {
+                     *         "total": 1,
+                     *         "pending": 1,
+                     *         "running": 0,
+                     *         "succeeded": 0,
+                     *         "skipped": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "errors_by_code": [],
+                     *       "records_per_minute": 0,
+                     *       "eta_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJob"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `invalid`. The job id is longer than 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 100 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "job_id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
-    getMigrationJobRecords: {
+    listMigrationJobRecords: {
         parameters: {
             query?: {
                 /** @description Only records with this outcome. */
@@ -3459,111 +4298,120 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Record results in line order. */
+            /** @description Record results in line order: one JSON object per line, or CSV rows. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": {
-                        /** @description The record's line number, from 1, across all uploads of the job (blank lines not counted). */
-                        line: number;
-                        external_account_number: string | null;
-                        /** @enum {string} */
-                        outcome: "pending" | "running" | "succeeded" | "skipped" | "failed" | "cancelled";
-                        /**
-                         * @description The failing step; null unless failed.
-                         * @enum {string|null}
-                         */
-                        step: "parse" | "account" | "statements" | "transactions" | "notes" | "payment_instruction" | null;
-                        /** @description Whether this record created the account (false: it was imported before); null until known. */
-                        created: boolean | null;
-                        service_account_number: string | null;
-                        dry_run: boolean;
-                        errors: {
-                            code: string;
-                            /** @description Dot path from the record: account.customers.0.mobile, transactions.3.amount. */
-                            attr: string;
-                            detail: string;
-                        }[];
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        finished_at: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "line": 1,
+                     *       "external_account_number": "DEMO-0002",
+                     *       "outcome": "failed",
+                     *       "step": "account",
+                     *       "created": null,
+                     *       "service_account_number": null,
+                     *       "dry_run": false,
+                     *       "errors": [
+                     *         {
+                     *           "code": "invalid_phone_number",
+                     *           "attr": "account.customers.0.mobile",
+                     *           "detail": "Enter a valid phone number in international format with a leading +."
+                     *         }
+                     *       ],
+                     *       "finished_at": "2025-03-04T10:21:07Z"
+                     *     }
+                     */
+                    "application/x-ndjson": components["schemas"]["MigrationJobRecordResult"];
                     "text/csv": string;
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `invalid`. `outcome` is not one of the outcomes, or the job id is longer than 100 characters. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "\"done\" is not a valid choice. Allowed: pending, running, succeeded, skipped, failed, cancelled.",
+                     *           "code": "invalid_choice",
+                     *           "attr": "outcome"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
-    uploadMigrationRecords: {
+    uploadMigrationJobRecords: {
         parameters: {
             query?: never;
             header?: never;
@@ -3573,140 +4421,151 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Newline-delimited JSON: one record per line. */
+        /** @description Newline-delimited JSON: one record per line. The body limit is that of an upload (its bytes, once decompressed). */
         requestBody: {
             content: {
+                /** @example {"account":{"external_account_number":"DEMO-0002","import_supplier":"DEMO","billing_address":{"street_address":"Flat 2\n14 Harbour Road","locality":"Bristol","administrative_area":"City of Bristol","country":"GB","postal_code":"BS1 5TY"},"metadata":[{"key":"legacy_system","value":{"name":"billing-v2","migrated_by":"batch-7"}}],"customers":[{"given_name":"Alice","family_name":"Jones","email":"alice.jones@example.com","mobile":"+447911123456","landline":"020 7946 0018","date_of_birth":"1980-04-12","customer_preferences":{"opted_into_updates":true,"opted_into_offers":false,"opted_into_sms":true}}],"supply_addresses":[{"supply_address1":"Flat 2","supply_address2":"14 Harbour Road","supply_address3":"Bristol","supply_postcode":"BS1 5TY","customer_at_supply_address_from_date":"2019-06-01","supply_points":[{"supply_type":"ELECTRICITY","supply_start_date":"2019-06-01","last_billed_to_date":"2024-03-31","identifier":"MPAN-DEMO-0002","energization_status":"ENERGIZED","agreements":[{"tariff_code":"STD-VAR-2023","effective_from":"2023-04-01"}],"meters":[{"serial_number":"SN-DEMO-0002","status":"ACTIVE","active_from":"2019-06-01","meter_type":{"manufacturer":"Landis+Gyr","model":"E470","phase":"SINGLE"},"registers":[{"register_type":"KWH_IMPORT","whole_digits":6,"decimal_digits":1,"multiplier":1}]}],"transfer_readings":[{"register_type":"KWH_IMPORT","read_date":"2024-03-31","value":"18234.7"}]},{"supply_type":"WATER_HEATER","supply_start_date":"2019-06-01","serial_number":"WH-DEMO-0002","tank_size":"BIG"}]}],"notes":[{"body":"Customer prefers contact by email.","created_at":"2024-01-10T09:30:00Z"}]},"notes":[{"body":"Migrated from billing-v2."}]} */
                 "application/x-ndjson": string;
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The records were stored, pending until the job is started. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Records (non-blank lines) received by this upload. */
-                        received: number;
-                        /** @description Records of the job so far, across uploads. */
-                        total_records: number;
-                    };
+                    /**
+                     * @example {
+                     *       "received": 1,
+                     *       "total_records": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJobUpload"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is one of `migration_job_not_open`, `migration_job_too_large`, `invalid`. `migration_job_too_large`: the job would hold more records than a job may; the records before are kept. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\" is running: records can only be added while it is open.",
+                     *       "code": "migration_job_not_open"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `request_timeout`. Adds `received` and `total_records`: send the lines after those. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No data arrived for 60 s: the upload was cut off. The 5000 records received before are kept; the job holds 5000, send the lines after those.",
+                     *       "code": "request_timeout",
+                     *       "received": 5000,
+                     *       "total_records": 5000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`. The upload is larger than an upload may be; adds `received` and `total_records`. */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "An upload is at most 1073741824 bytes; the records before the limit are kept.",
+                     *       "code": "payload_too_large",
+                     *       "received": 250000,
+                     *       "total_records": 250000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `unsupported_media_type`. */
             415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Upload records as application/x-ndjson, one record per line.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3723,126 +4582,114 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The job, now queued. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description The job id (a UUID).
-                         */
-                        id: string;
-                        import_supplier: string;
-                        operations_team_name: string;
-                        dry_run: boolean;
-                        /**
-                         * @description paused: the supplier is paused; the job goes on when it is ongoing again.
-                         * @enum {string}
-                         */
-                        state: "open" | "scheduled" | "queued" | "running" | "paused" | "completed" | "cancelled";
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_before: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_after: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        created_at: string;
-                        /** @description When the job was started (UTC). */
-                        started_at: string | null;
-                        /** @description When the job completed or was cancelled (UTC). */
-                        finished_at: string | null;
-                        counts: {
-                            /** @description Records uploaded: always the sum of the other counts. */
-                            total: number;
-                            pending: number;
-                            running: number;
-                            succeeded: number;
-                            skipped: number;
-                            failed: number;
-                            cancelled: number;
-                        };
-                        /** @description The first error of each failed record, by code, largest first. */
-                        errors_by_code: {
-                            /** @description The code of the first error of failed records. */
-                            code: string;
-                            count: number;
-                        }[];
-                        /** @description Records finished per minute over the last five minutes. */
-                        records_per_minute: number;
-                        /** @description Seconds until the records left are done at the current rate; null when unknown or nothing is left. */
-                        eta_seconds: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team_name": "Operations",
+                     *       "dry_run": false,
+                     *       "state": "queued",
+                     *       "not_before": null,
+                     *       "not_after": null,
+                     *       "created_at": "2025-03-04T10:20:00Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": {
+                     *         "total": 1,
+                     *         "pending": 1,
+                     *         "running": 0,
+                     *         "succeeded": 0,
+                     *         "skipped": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "errors_by_code": [],
+                     *       "records_per_minute": 0,
+                     *       "eta_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJob"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is one of `invalid`, `migration_job_not_open`, `migration_job_empty`. `invalid`: the job id is longer than 100 characters. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\" has no records: upload some before starting it.",
+                     *       "code": "migration_job_empty"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3859,126 +4706,114 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The job, now cancelled. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description The job id (a UUID).
-                         */
-                        id: string;
-                        import_supplier: string;
-                        operations_team_name: string;
-                        dry_run: boolean;
-                        /**
-                         * @description paused: the supplier is paused; the job goes on when it is ongoing again.
-                         * @enum {string}
-                         */
-                        state: "open" | "scheduled" | "queued" | "running" | "paused" | "completed" | "cancelled";
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_before: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_after: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        created_at: string;
-                        /** @description When the job was started (UTC). */
-                        started_at: string | null;
-                        /** @description When the job completed or was cancelled (UTC). */
-                        finished_at: string | null;
-                        counts: {
-                            /** @description Records uploaded: always the sum of the other counts. */
-                            total: number;
-                            pending: number;
-                            running: number;
-                            succeeded: number;
-                            skipped: number;
-                            failed: number;
-                            cancelled: number;
-                        };
-                        /** @description The first error of each failed record, by code, largest first. */
-                        errors_by_code: {
-                            /** @description The code of the first error of failed records. */
-                            code: string;
-                            count: number;
-                        }[];
-                        /** @description Records finished per minute over the last five minutes. */
-                        records_per_minute: number;
-                        /** @description Seconds until the records left are done at the current rate; null when unknown or nothing is left. */
-                        eta_seconds: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team_name": "Operations",
+                     *       "dry_run": false,
+                     *       "state": "cancelled",
+                     *       "not_before": null,
+                     *       "not_after": null,
+                     *       "created_at": "2025-03-04T10:20:00Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": {
+                     *         "total": 1,
+                     *         "pending": 1,
+                     *         "running": 0,
+                     *         "succeeded": 0,
+                     *         "skipped": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "errors_by_code": [],
+                     *       "records_per_minute": 0,
+                     *       "eta_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJob"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is one of `invalid`, `migration_job_finished`. `invalid`: the job id is longer than 100 characters. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\" is already completed.",
+                     *       "code": "migration_job_finished"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3995,126 +4830,114 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The job, now queued. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description The job id (a UUID).
-                         */
-                        id: string;
-                        import_supplier: string;
-                        operations_team_name: string;
-                        dry_run: boolean;
-                        /**
-                         * @description paused: the supplier is paused; the job goes on when it is ongoing again.
-                         * @enum {string}
-                         */
-                        state: "open" | "scheduled" | "queued" | "running" | "paused" | "completed" | "cancelled";
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_before: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        not_after: string | null;
-                        /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
-                        created_at: string;
-                        /** @description When the job was started (UTC). */
-                        started_at: string | null;
-                        /** @description When the job completed or was cancelled (UTC). */
-                        finished_at: string | null;
-                        counts: {
-                            /** @description Records uploaded: always the sum of the other counts. */
-                            total: number;
-                            pending: number;
-                            running: number;
-                            succeeded: number;
-                            skipped: number;
-                            failed: number;
-                            cancelled: number;
-                        };
-                        /** @description The first error of each failed record, by code, largest first. */
-                        errors_by_code: {
-                            /** @description The code of the first error of failed records. */
-                            code: string;
-                            count: number;
-                        }[];
-                        /** @description Records finished per minute over the last five minutes. */
-                        records_per_minute: number;
-                        /** @description Seconds until the records left are done at the current rate; null when unknown or nothing is left. */
-                        eta_seconds: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team_name": "Operations",
+                     *       "dry_run": false,
+                     *       "state": "queued",
+                     *       "not_before": null,
+                     *       "not_after": null,
+                     *       "created_at": "2025-03-04T10:20:00Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": {
+                     *         "total": 1,
+                     *         "pending": 1,
+                     *         "running": 0,
+                     *         "succeeded": 0,
+                     *         "skipped": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "errors_by_code": [],
+                     *       "records_per_minute": 0,
+                     *       "eta_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJob"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is one of `invalid`, `migration_job_not_finished`. `invalid`: the job id is longer than 100 characters. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\" is running: only a completed or cancelled job can be retried.",
+                     *       "code": "migration_job_not_finished"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4130,94 +4953,352 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The supplier's statistics. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        import_supplier: string;
-                        /** @enum {string} */
-                        status: "ongoing" | "paused" | "complete";
-                        counts: {
-                            /** @description Staged, not imported, not skipped (failed and in_progress are among them). */
-                            staged: number;
-                            /** @description Staged accounts a create is running for now. */
-                            in_progress: number;
-                            /** @description Accounts created. */
-                            imported: number;
-                            /** @description Staged accounts whose latest create attempt failed. */
-                            failed: number;
-                            /** @description Marked to skip and not imported. */
-                            skipped: number;
-                        };
-                        /** @description The last 48 hours, oldest first, the current hour last; every hour present. */
-                        created_per_hour: {
-                            /** @description The start of the hour, UTC: YYYY-MM-DDTHH:00:00Z. */
-                            hour: string;
-                            /** @description Accounts created in that hour. */
-                            count: number;
-                        }[];
-                        /** @description The failing accounts (counts.failed) grouped by the code and attr of their latest attempt, largest first (then by code and attr). */
-                        errors_by_code: {
-                            /** @description The code of the latest failed create attempt. */
-                            code: string;
-                            /** @description The dot path of its first error; null when the error names no field. */
-                            attr: string | null;
-                            count: number;
-                            /** @description Up to 5 external account numbers, in order. */
-                            examples: string[];
-                        }[];
-                        /** @description The supplier's migration jobs that are not completed or cancelled, newest first; each as GET migration-jobs/<id>/. */
-                        jobs: components["schemas"]["def-0"][];
-                    };
+                    /**
+                     * @example {
+                     *       "import_supplier": "DEMO",
+                     *       "status": "ongoing",
+                     *       "counts": {
+                     *         "staged": 41,
+                     *         "in_progress": 2,
+                     *         "imported": 958,
+                     *         "failed": 12,
+                     *         "skipped": 1
+                     *       },
+                     *       "created_per_hour": [
+                     *         {
+                     *           "hour": "2025-03-02T11:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T12:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T13:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T14:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T15:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T16:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T17:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T18:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T19:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T20:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T21:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T22:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-02T23:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T00:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T01:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T02:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T03:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T04:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T05:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T06:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T07:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T08:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T09:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T10:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T11:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T12:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T13:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T14:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T15:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T16:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T17:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T18:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T19:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T20:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T21:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T22:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-03T23:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T00:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T01:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T02:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T03:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T04:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T05:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T06:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T07:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T08:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T09:00:00Z",
+                     *           "count": 0
+                     *         },
+                     *         {
+                     *           "hour": "2025-03-04T10:00:00Z",
+                     *           "count": 958
+                     *         }
+                     *       ],
+                     *       "errors_by_code": [
+                     *         {
+                     *           "code": "account_failed_validation",
+                     *           "attr": "customers.0.mobile",
+                     *           "count": 9,
+                     *           "examples": [
+                     *             "DEMO-0107",
+                     *             "DEMO-0204",
+                     *             "DEMO-0301",
+                     *             "DEMO-0398",
+                     *             "DEMO-0495"
+                     *           ]
+                     *         },
+                     *         {
+                     *           "code": "supply_point_already_registered",
+                     *           "attr": "supply_addresses.0.supply_points.0.identifier",
+                     *           "count": 3,
+                     *           "examples": [
+                     *             "DEMO-0050",
+                     *             "DEMO-0051",
+                     *             "DEMO-0052"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "jobs": [
+                     *         {
+                     *           "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *           "import_supplier": "DEMO",
+                     *           "operations_team_name": "Operations",
+                     *           "dry_run": false,
+                     *           "state": "running",
+                     *           "not_before": null,
+                     *           "not_after": null,
+                     *           "created_at": "2025-03-04T10:20:00Z",
+                     *           "started_at": "2025-03-04T10:21:00Z",
+                     *           "finished_at": null,
+                     *           "counts": {
+                     *             "total": 1,
+                     *             "pending": 1,
+                     *             "running": 0,
+                     *             "succeeded": 0,
+                     *             "skipped": 0,
+                     *             "failed": 0,
+                     *             "cancelled": 0
+                     *           },
+                     *           "errors_by_code": [],
+                     *           "records_per_minute": 0,
+                     *           "eta_seconds": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SupplierStats"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `invalid`. A path parameter is longer than 200 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 200 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "import_supplier_code"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `not_found`. No such import supplier for the caller's organisation. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No import supplier with code \"ACME\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4237,6 +5318,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "code": "DEMO",
+                     *         "status": "ongoing"
+                     *       }
+                     *     ]
+                     */
                     "application/json": {
                         /** @description The import supplier code. */
                         code: string;
@@ -4245,27 +5334,49 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description Default Response */
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4282,12 +5393,38 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The account's latest create attempts. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "import_supplier": "DEMO",
+                     *       "external_account_number": "DEMO-0001",
+                     *       "attempts": [
+                     *         {
+                     *           "started_at": "2025-03-04T10:15:00Z",
+                     *           "finished_at": "2025-03-04T10:15:00Z",
+                     *           "dry_run": false,
+                     *           "outcome": "created",
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "started_at": "2025-03-04T10:12:41Z",
+                     *           "finished_at": "2025-03-04T10:12:41Z",
+                     *           "dry_run": false,
+                     *           "outcome": "failed",
+                     *           "error": {
+                     *             "code": "operations_team_not_found",
+                     *             "attr": "operations_team_name",
+                     *             "detail": "No operations team named \"Operatoins\"."
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         import_supplier: string;
                         external_account_number: string;
@@ -4311,50 +5448,86 @@ export interface operations {
                     };
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is `invalid`. A path parameter is longer than 200 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 200 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "external_account_number"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Default Response */
+            /** @description Refused; `code` is one of `not_found`, `account_not_found`. `not_found`: no such import supplier for the caller's organisation; `account_not_found`: the account was never staged. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                        /** @description Stable reason code (docs/validation.md lists them). */
-                        code: string;
-                        errors?: {
-                            /** @description Human-readable; wording may change. */
-                            detail: string;
-                            /** @description Stable machine-readable code, for example invalid_phone_number. */
-                            code: string;
-                            /** @description Dot path to the offending input, zero-based indexes, for example customers.0.landline. */
-                            attr: string;
-                        }[];
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "detail": "No import process for account \"DEMO-0404\" of import supplier \"DEMO\".",
+                     *       "code": "account_not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

@@ -76,6 +76,9 @@ export function createAjv(options: { coerce: boolean }): Ajv {
     allowUnionTypes: true,
   });
   addFormats(ajv, ['date', 'email']);
+  // Integer widths, for the OpenAPI document: each such integer also has the minimum and maximum
+  // that enforce the width, so the format itself checks nothing (one error per problem).
+  for (const width of ['int32', 'int64']) ajv.addFormat(width, { type: 'number', validate: () => true });
   // UTC only, with Z, whole seconds or a fraction (spec 2.1, D5).
   ajv.addFormat('utc-date-time', {
     type: 'string',
@@ -138,7 +141,7 @@ export type Validator = (data: unknown) => FieldError[] | null;
 export function compileValidator(schema: object, ajv: Ajv = bodyAjv): Validator {
   let validate = compiled.get(schema);
   if (!validate) {
-    validate = ajv.compile(schema);
+    validate = ajv.compile(withoutIds(schema));
     compiled.set(schema, validate);
   }
   const fn = validate;
@@ -149,6 +152,14 @@ export function compileValidator(schema: object, ajv: Ajv = bodyAjv): Validator 
     const errors = [...toFieldErrors(fn.errors ?? [], data), ...unstorable];
     return sortByDocumentOrder([...errors, ...inexactNumberErrors(inexact, errors)], data);
   };
+}
+
+/**
+ * `$id` names a schema for the OpenAPI document only (a component there). Ajv would register each
+ * name and refuse the same named schema twice in one body or across bodies, so it never sees them.
+ */
+function withoutIds(schema: object): object {
+  return JSON.parse(JSON.stringify(schema, (key, value: unknown) => (key === '$id' ? undefined : value))) as object;
 }
 
 /** A number the parse changed, at a field nothing else already refused (one reason is enough). */
@@ -179,6 +190,7 @@ export function findUnstorableText(data: unknown): FieldError[] {
       const keys = Object.keys(value);
       for (let i = keys.length - 1; i >= 0; i -= 1) {
         const key = keys[i]!;
+        // eslint-disable-next-line no-control-regex -- NUL is the character being replaced
         if (isUnstorable(key)) found.push({ code: 'invalid', detail: 'Field names must not contain NUL characters or unpaired surrogates.', attr: joinPath(path, key.replace(/[\u0000\ud800-\udfff]/g, '?')) });
         else stack.push([(value as Record<string, unknown>)[key], joinPath(path, key)]);
       }

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 // Row types of the tables in /migrations. Dates travel as 'YYYY-MM-DD' strings and numerics as
 // decimal strings (see type-parsers.ts); timestamptz as Date.
@@ -29,9 +29,10 @@ export interface PaymentVendorsTable {
 export interface AccountImportsTable {
   id: Id; supplier_id: number; external_account_number: string; data: Json<unknown>;
   staged_at: Timestamp; updated_at: Timestamp; skipped: Generated<boolean>; account_id: number | null;
-  // The latest create attempt, kept by a trigger of migration 007 (stats and the failures filter).
+  // The latest create attempt, kept by a trigger of migrations 007 and 009 (stats and the failures filter).
   last_attempt_id: Generated<number | null>; last_attempt_outcome: Generated<string | null>;
   last_error_code: Generated<string | null>; last_error_attr: Generated<string | null>;
+  last_error_group_code: Generated<string | null>;
 }
 export interface AccountsTable {
   id: Id; number: string; account_import_id: number; supplier_id: number; external_account_number: string;
@@ -71,7 +72,14 @@ export interface CreateAttemptsTable {
   id: Id; supplier_id: number; external_account_number: string; dry_run: boolean;
   outcome: 'created' | 'dry_run_rolled_back' | 'failed'; error_code: string | null; error_detail: string | null;
   started_at: Timestamp; finished_at: Timestamp; error_attr: Generated<string | null>;
+  error_field_code: Generated<string | null>;
 }
+// Statistics counters, kept by triggers of migration 009 (never written by the code): summed on read.
+export interface AccountImportCountsTable {
+  supplier_id: number; shard: number; staged: number; imported: number; skipped: number; failed: number;
+}
+export interface AccountErrorGroupCountsTable { supplier_id: number; code: string; attr: string; shard: number; failed: number }
+export interface AccountsCreatedPerHourTable { supplier_id: number; hour: number; shard: number; created: number }
 export interface OutboxEmailsTable {
   id: Id; account_id: number; recipient: string; subject: string; body: string; created_at: Timestamp;
   attempts: Generated<number>; next_attempt_at: Timestamp; last_error: string | null; sent_at: Date | null;
@@ -115,6 +123,8 @@ export interface MigrationJobRecordsTable {
 export interface WebhookEndpointsTable {
   id: string; organisation_id: number; url: string; event_types: string[] | null; secret: string;
   enabled: Generated<boolean>; disabled_reason: string | null; created_at: Generated<Date>;
+  /** Since when it receives events: its creation, or the last time it was enabled again. */
+  enabled_at: Generated<Date>;
 }
 export interface WebhookDeliveriesTable {
   id: Id; endpoint_id: string; event_id: number; attempt: number; status_code: number | null;
@@ -144,6 +154,9 @@ export interface Database {
   registers: RegistersTable;
   transfer_readings: TransferReadingsTable;
   create_attempts: CreateAttemptsTable;
+  account_import_counts: AccountImportCountsTable;
+  account_error_group_counts: AccountErrorGroupCountsTable;
+  accounts_created_per_hour: AccountsCreatedPerHourTable;
   outbox_emails: OutboxEmailsTable;
   notes: NotesTable;
   transactions: TransactionsTable;
@@ -159,4 +172,3 @@ export interface Database {
 }
 
 export type Supplier = Selectable<ImportSuppliersTable>;
-export type NewAccountImport = Insertable<AccountImportsTable>;

@@ -1,16 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox';
 
-// The error body of spec 7.1 / D4, for the OpenAPI document of every route. Some answers add
-// top-level fields (D6's already-imported create, spec 4.5's TRANSACTION_IMPORT_ERROR).
+// The error body of every answer but a success (spec 7.1, D4), for the OpenAPI document of every
+// route. Some answers add top-level fields (an already-imported create, a failed transactions batch).
 export const FieldErrorItem = Type.Object({
-  detail: Type.String({ description: 'Human-readable; wording may change.' }),
-  code: Type.String({ description: 'Stable machine-readable code, for example invalid_phone_number.' }),
-  attr: Type.String({ description: 'Dot path to the offending input, zero-based indexes, for example customers.0.landline.' }),
-});
+  detail: Type.String({ description: 'For people; the wording may change.' }),
+  code: Type.String({ description: 'Stable and machine-readable, for example invalid_phone_number.' }),
+  attr: Type.String({ description: 'Dot path of the offending input, zero-based indexes, for example customers.0.landline; non_field_errors for the whole body.' }),
+}, { $id: 'FieldError', description: 'One problem with one field of the request.' });
 
 export const ErrorBody = Type.Object({
-  detail: Type.String(),
-  code: Type.String({ description: 'Stable reason code (docs/validation.md lists them).' }),
-  errors: Type.Optional(Type.Array(FieldErrorItem)),
-}, { additionalProperties: true });
+  detail: Type.String({ description: 'For people; the wording may change.' }),
+  code: Type.String({ description: 'Stable and machine-readable reason, for example account_failed_validation.' }),
+  errors: Type.Optional(Type.Array(FieldErrorItem, { description: 'The field problems, in the order of the fields in the request.' })),
+}, { $id: 'ErrorBody', additionalProperties: true, description: 'Why a request was refused. Some answers add fields of their own, listed on the operation.' });
 export type ErrorBody = Static<typeof ErrorBody>;

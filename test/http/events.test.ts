@@ -4,7 +4,7 @@ import * as admin from '../../src/modules/admin/admin.service.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { EVENTS_URL, eventsOf, feed, shapes } from '../support/events.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
-import { PG_ONLY, pgSession, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
+import { PG_ONLY, pgSession, processAccount, stage, supplierIdOf } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 

@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 
 // Property-based fuzzing of request bodies, driven by the same schemas that validate them: the
-// route's TypeBox schema as the OpenAPI document publishes it (JSON Schema, with OpenAPI 3.0's
-// `nullable`). `arbitraryFor` walks the schema into fast-check arbitraries of (mostly) valid
+// route's TypeBox schema as the OpenAPI document publishes it (OpenAPI 3.1: JSON Schema, its named
+// components referenced with `$ref`). `arbitraryFor` walks the schema into fast-check arbitraries of (mostly) valid
 // bodies; `mutated` then breaks them the ways a supplier's script or an attacker would.
 
 type Schema = Record<string, any>;

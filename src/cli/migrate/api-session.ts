@@ -1,15 +1,12 @@
 import createClient, { type Client } from 'openapi-fetch';
-import type { paths } from '../../client/api-types.ts';
+import type { components, paths } from '../../client/api-types.ts';
 
 // The HTTP side of import-migrate: one typed client (openapi-fetch over the generated types) whose
 // fetch adds the token, refreshes it, and retries what is worth retrying. The client never imports
 // the service's code: the generated types are the whole contract.
-// Named from the operations, not from components: the document's component names are generated
-// (def-0, …) and would change with the order routes are registered in.
-type JobPath = paths['/v1/data-import/migration-jobs/{job_id}/'];
-type RecordsPath = paths['/v1/data-import/migration-jobs/{job_id}/records/'];
-export type Job = JobPath['get']['responses'][200]['content']['application/json'];
-export type RecordResult = RecordsPath['get']['responses'][200]['content']['application/x-ndjson'];
+// The document's components are named after the service's schemas (`$id`), so they are stable names.
+export type Job = components['schemas']['MigrationJob'];
+export type RecordResult = components['schemas']['MigrationJobRecordResult'];
 export type ApiClient = Client<paths>;
 
 /** The service answered with a refusal (4xx, or a 5xx after the retries): exit status 1. */

@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
+import { answer, refusal } from '../../http/openapi.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountData } from './account-data.schemas.ts';
-import { ErrorBody } from '../../schemas/error-body.ts';
+import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from './account-data.examples.ts';
 
 // Spec 4.1 / D5: validates account data and echoes it; stores nothing. Order (D4): the auth guard,
 // the body schema (with the cross-field rules), then the supplier (D3).
@@ -11,10 +12,17 @@ export const accountDataRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db
   app.post<{ Body: AccountData }>('/validate-account/', {
     schema: {
       tags: ['Account import'],
-      summary: 'Validate account import data (nothing is stored)',
-      description: 'Checks the account data of spec 2.3 with every rule of docs/validation.md, and that the import supplier exists and belongs to the caller. Answers 200 with the data exactly as sent.',
+      operationId: 'validateAccount',
+      summary: 'Validate account data (nothing is stored)',
+      description: 'Checks the account data with every rule a stage applies, and that the import supplier exists and belongs '
+        + 'to the caller. Answers 200 with the data exactly as sent. Nothing is stored: use it to check a payload before staging it.',
       body: AccountData,
-      response: { 200: AccountData, 400: ErrorBody },
+      requestExample: EXAMPLE_ACCOUNT,
+      response: {
+        200: answer(AccountData, 'The data is valid; it is echoed exactly as sent.', EXAMPLE_ACCOUNT),
+        400: refusal(['account_failed_validation', 'parse_error', 'import_supplier_not_found'], ACCOUNT_DATA_REFUSED,
+          { note: '`account_failed_validation` lists every problem in `errors`, in the order of the fields in the body.' }),
+      },
     },
     // The echo is the data exactly as sent (already validated): no serializer may drop or reshape it.
     serializerCompiler: () => (data) => JSON.stringify(data),

@@ -15,7 +15,6 @@ import './account-data.rules.ts';
 // the OpenAPI document. Required fields are exactly those of D5; everything else is optional.
 
 export * from './supply-points.schemas.ts';
-export { Note, DocumentPath } from './note.schemas.ts';
 
 export const ACCOUNT_LIMITS = {
   metadata: 50, customers: 10, alternativePhoneNumbers: 10, supplyAddresses: 20, supplyPoints: 50, notes: 100,
@@ -28,7 +27,7 @@ export const BillingAddress = Type.Object({
   administrative_area: Type.Optional(Text(200)),
   country: CountryCode,
   postal_code: RequiredText(20),
-}, { additionalProperties: false });
+}, { $id: 'BillingAddress', additionalProperties: false });
 export type BillingAddress = Static<typeof BillingAddress>;
 
 export const MetadataItem = Type.Object({
@@ -37,7 +36,7 @@ export const MetadataItem = Type.Object({
     type: 'object', maxProperties: ACCOUNT_LIMITS.metadataProperties, 'x-rules': 'free-form',
     description: `Free-form object: at most ${BOUNDS.freeFormDepth} levels of nesting and ${BOUNDS.freeFormChars} characters as JSON.`,
   })),
-}, { additionalProperties: false });
+}, { $id: 'MetadataItem', additionalProperties: false });
 export type MetadataItem = Static<typeof MetadataItem>;
 
 export const AlternativePhoneNumber = Type.Object({
@@ -68,7 +67,7 @@ export const Customer = Type.Object({
   date_of_birth: Type.Optional(DateOfBirth),
   customer_preferences: Type.Optional(CustomerPreferences),
   user_details: Type.Optional(Unsupported('Absent or empty only (`not_supported`).')),
-}, { additionalProperties: false });
+}, { $id: 'Customer', additionalProperties: false });
 export type Customer = Static<typeof Customer>;
 
 export const SupplyAddress = Type.Object({
@@ -79,7 +78,7 @@ export const SupplyAddress = Type.Object({
   supply_postcode: RequiredText(20),
   customer_at_supply_address_from_date: Type.Optional(DateString),
   supply_points: Type.Array(SupplyPoint, { maxItems: ACCOUNT_LIMITS.supplyPoints }),
-}, { additionalProperties: false });
+}, { $id: 'SupplyAddress', additionalProperties: false });
 export type SupplyAddress = Static<typeof SupplyAddress>;
 
 export const AccountData = Type.Object({
@@ -94,14 +93,15 @@ export const AccountData = Type.Object({
   notes: Type.Optional(Type.Array(Note, { maxItems: ACCOUNT_LIMITS.notes })),
   unknown_occupier: Type.Optional(Type.Boolean()),
 }, {
+  $id: 'AccountData',
   additionalProperties: false,
   'x-error-code': 'account_failed_validation',
   'x-rules': 'account-data',
-  description: 'Account import data (spec 2.3). Required fields are those of D5; every other field may be omitted, '
-    + 'and undocumented fields are `unknown_field`. Cross-field rules: `last_billed_to_date` >= `supply_start_date` '
-    + '(`invalid_date_range`); ELECTRICITY identifiers unique within the payload (`duplicate`); a landline or alternative '
+  description: 'The data of one account to import. The required fields are listed; every other field may be omitted, '
+    + 'and an undocumented field is refused (`unknown_field`). Across fields: `last_billed_to_date` >= `supply_start_date` '
+    + '(`invalid_date_range`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative '
     + 'number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document '
-    + 'path. Every rule, bound and error code: docs/validation.md.',
+    + 'path. Each field lists its bounds; a failure is `account_failed_validation` with one item per problem in `errors`.',
 });
 export type AccountData = Static<typeof AccountData>;
 

@@ -1,11 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { registerRules } from '../../core/validation.ts';
 import { UtcDateTime } from './common.schemas.ts';
-import { BOUNDS, isRelativeDocumentPath } from './field-checks.ts';
+import { BOUNDS } from './field-checks.ts';
 
 // The note of spec 2.4, shared by the account data (`notes`) and the notes endpoint (4.4).
-
-export { isRelativeDocumentPath };
 
 /**
  * A path relative to the supplier's documents root (D8): no leading `/`, no `..`, no empty segment,
@@ -33,9 +31,10 @@ export const Note = Type.Object({
     description: 'UTC datetime at which the pin ends; only with `is_pinned: true`.',
   })),
 }, {
+  $id: 'Note',
   additionalProperties: false,
   'x-rules': 'note',
-  description: 'A note (spec 2.4). It needs a non-blank body or at least one document path (`required` at the note). `created_at` defaults to the current UTC time.',
+  description: 'A note on the account. It needs a non-blank body or at least one document path (`required` at the note). `created_at` defaults to the current UTC time.',
 });
 export type Note = Static<typeof Note>;
 

@@ -6,7 +6,6 @@ import { Choice, DateString, NullableText, RequiredText, Text } from './common.s
 // docs/validation.md lists them.
 
 export const SUPPLY_TYPES = ['ELECTRICITY', 'HEAT_PUMP', 'LIGHT', 'POLE', 'WATER_HEATER'] as const;
-export type SupplyType = (typeof SUPPLY_TYPES)[number];
 export const ENERGIZATION_STATUSES = ['ENERGIZED', 'DE_ENERGIZED'] as const;
 export const METER_STATUSES = ['ACTIVE', 'INACTIVE', 'REMOVED'] as const;
 export const METER_PHASES = ['SINGLE', 'THREE'] as const;
@@ -18,13 +17,13 @@ export const REGISTER_TYPES = [
 
 /** PostgreSQL `integer` (meter numbers, call numbers and the like are stored as int4). */
 const INT4_MAX = 2_147_483_647;
-const Count = (maximum: number, minimum = 0) => Type.Integer({ minimum, maximum });
+const Count = (maximum: number, minimum = 0) => Type.Integer({ minimum, maximum, format: 'int32' });
 const Quantity = (maximum: number) => Type.Number({ minimum: 0, maximum });
 
 export const Agreement = Type.Object({
   tariff_code: RequiredText(100),
   effective_from: DateString,
-}, { additionalProperties: false });
+}, { $id: 'Agreement', additionalProperties: false });
 export type Agreement = Static<typeof Agreement>;
 
 export const Register = Type.Object({
@@ -33,7 +32,7 @@ export const Register = Type.Object({
   decimal_digits: Type.Optional(Count(10)),
   active_from: Type.Optional(DateString),
   multiplier: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, 'x-decimal-places': 6 })),
-}, { additionalProperties: false });
+}, { $id: 'Register', additionalProperties: false });
 export type Register = Static<typeof Register>;
 
 export const MeterType = Type.Object({
@@ -52,7 +51,7 @@ export const MeterType = Type.Object({
   cover_material: Type.Optional(Choice(COVER_MATERIALS)),
   wire_ports: Type.Optional(Count(1_000)),
   base: Type.Optional(Choice(METER_BASES)),
-}, { additionalProperties: false });
+}, { $id: 'MeterType', additionalProperties: false });
 export type MeterType = Static<typeof MeterType>;
 
 export const Meter = Type.Object({
@@ -64,7 +63,7 @@ export const Meter = Type.Object({
   active_from: Type.Optional(DateString),
   meter_type: Type.Optional(MeterType),
   registers: Type.Array(Register, { maxItems: 20 }),
-}, { additionalProperties: false });
+}, { $id: 'Meter', additionalProperties: false });
 export type Meter = Static<typeof Meter>;
 
 /** A reading value: a non-negative decimal number written as a string, at most 6 decimals. */
@@ -77,7 +76,7 @@ export const TransferReading = Type.Object({
     maxLength: 19, pattern: READING_VALUE_PATTERN,
     description: 'The reading as a string holding a non-negative decimal number, for example "12345.6" (at most 12 digits and 6 decimals).',
   }),
-}, { additionalProperties: false });
+}, { $id: 'TransferReading', additionalProperties: false });
 export type TransferReading = Static<typeof TransferReading>;
 
 const common = {
@@ -97,7 +96,7 @@ export const ElectricitySupplyPoint = Type.Object({
   energization_status: Type.Optional(Choice(ENERGIZATION_STATUSES)),
   meters: Type.Optional(Type.Array(Meter, { maxItems: 20 })),
   transfer_readings: Type.Optional(Type.Array(TransferReading, { maxItems: 200 })),
-}, { additionalProperties: false });
+}, { $id: 'ElectricitySupplyPoint', additionalProperties: false });
 export type ElectricitySupplyPoint = Static<typeof ElectricitySupplyPoint>;
 
 export const HeatPumpSupplyPoint = Type.Object({
@@ -109,7 +108,7 @@ export const HeatPumpSupplyPoint = Type.Object({
   size: Type.Optional(Count(1_000_000)),
   location_description: Type.Optional(Text(500)),
   product_note: Type.Optional(Text(1_000)),
-}, { additionalProperties: false });
+}, { $id: 'HeatPumpSupplyPoint', additionalProperties: false });
 export type HeatPumpSupplyPoint = Static<typeof HeatPumpSupplyPoint>;
 
 // LIGHT and POLE share one shape; each is its own branch so the discriminator maps a const to it.
@@ -123,7 +122,7 @@ const lightLike = <K extends 'LIGHT' | 'POLE'>(kind: K) => Type.Object({
   location: Type.Optional(Text(500)),
   product_note: Type.Optional(Text(1_000)),
   installed_at: Type.Optional(DateString),
-}, { additionalProperties: false });
+}, { $id: `${kind === 'LIGHT' ? 'Light' : 'Pole'}SupplyPoint`, additionalProperties: false });
 
 export const LightSupplyPoint = lightLike('LIGHT');
 export type LightSupplyPoint = Static<typeof LightSupplyPoint>;
@@ -137,7 +136,7 @@ export const WaterHeaterSupplyPoint = Type.Object({
   tank_size: Type.Optional(Text(50, { description: 'Free text, for example BIG.' })),
   tank_type: Type.Optional(Text(50, { description: 'Free text, for example GREEN.' })),
   tank_configuration: Type.Optional(Text(100)),
-}, { additionalProperties: false });
+}, { $id: 'WaterHeaterSupplyPoint', additionalProperties: false });
 export type WaterHeaterSupplyPoint = Static<typeof WaterHeaterSupplyPoint>;
 
 export type SupplyPoint =
@@ -148,6 +147,7 @@ export type SupplyPoint =
  * `invalid_choice` at supply_type, and each error comes from that kind's own shape.
  */
 export const SupplyPoint: TUnsafe<SupplyPoint> = Type.Unsafe<SupplyPoint>({
+  $id: 'SupplyPoint',
   type: 'object',
   oneOf: [ElectricitySupplyPoint, HeatPumpSupplyPoint, LightSupplyPoint, PoleSupplyPoint, WaterHeaterSupplyPoint],
   discriminator: { propertyName: 'supply_type' },

@@ -1,8 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { ErrorBody } from '../../schemas/error-body.ts';
 import { callerOf } from '../../http/auth.ts';
+import { answer, refusal, RETRY_AFTER } from '../../http/openapi.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
+import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
 import { AccountData } from '../account-data/account-data.schemas.ts';
+import {
+  ACCOUNT_STATUS, ALREADY_IMPORTED, CONCURRENCY_LIMIT, CREATE_ACCOUNT, EXAMPLE_SERVICE_ACCOUNT_NUMBER, NO_IMPORT_PROCESS, STAGED,
+} from './account-imports.examples.ts';
 import {
   AccountPathParams, AccountStatusResponse, ProcessAccountBody, ProcessAccountResponse, StageAccountResponse,
 } from './account-imports.schemas.ts';
@@ -21,12 +25,21 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
   app.post<{ Body: AccountData }>('/account-import-process/create-or-update/', {
     schema: {
       tags: TAGS,
+      operationId: 'stageAccount',
       summary: 'Stage account data (201 first time, 200 re-stage)',
-      description: 'Validates the body exactly as validate-account does, then stores it as the account\'s staged data. '
-        + 'Refused (400) when the account is already imported (`account_already_imported`) or marked to skip '
-        + '(`account_marked_to_skip`), or the supplier is paused or complete.',
+      description: 'Validates the body exactly as validate-account does, then stores it as the account\'s staged data, '
+        + 'replacing any data staged before. Refused when the account is already imported or marked to skip, or the '
+        + 'supplier is paused or complete.',
       body: AccountData,
-      response: { 200: StageAccountResponse, 201: StageAccountResponse, 400: ErrorBody },
+      requestExample: EXAMPLE_ACCOUNT,
+      response: {
+        200: answer(StageAccountResponse, 'Staged again: this data replaced the data staged before.', STAGED),
+        201: answer(StageAccountResponse, 'Staged for the first time.', STAGED),
+        400: refusal(['account_failed_validation', 'parse_error', 'import_supplier_not_found', 'import_supplier_paused',
+          'import_supplier_complete', 'account_already_imported', 'account_marked_to_skip'], ACCOUNT_DATA_REFUSED, {
+          note: '`account_already_imported` adds `external_account_number` and `service_account_number`.',
+        }),
+      },
     },
   }, async (request, reply) => {
     const result = await stageAccount(db, callerOf(request), request.body);
@@ -36,16 +49,25 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
   app.post<{ Body: ProcessAccountBody }>('/account-import-process/process/', {
     schema: {
       tags: TAGS,
+      operationId: 'createAccount',
       summary: 'Create the account from its staged data',
-      description: 'Re-validates the staged data and builds the account with all its rows in one transaction. '
-        + '`dry_run: true` runs it all and rolls back (400 `dry_run_rolled_back`). Errors, in the order checked: '
-        + '`import_supplier_not_found`, `import_supplier_paused`/`import_supplier_complete`, `account_not_staged`, '
-        + '`account_already_imported` (with external_account_number and service_account_number), `account_marked_to_skip`, '
-        + '`account_import_in_progress`, `operations_team_not_found`, 429 `concurrency_limit_exceeded` (with Retry-After; '
-        + 'PROCESS_CONCURRENCY_LIMIT creates at once across all instances), `account_failed_validation`, '
-        + '`supply_point_already_registered`.',
+      description: 'Re-validates the staged data and builds the account with all its customers, supply points, meters and '
+        + 'notes in one transaction. `dry_run: true` runs it all and rolls back (400 `dry_run_rolled_back`). The refusals '
+        + 'are checked in the order listed below. Each attempt, failed or not, shows in the account\'s import status.',
       body: ProcessAccountBody,
-      response: { 201: ProcessAccountResponse, 400: ErrorBody, 429: ErrorBody },
+      requestExample: CREATE_ACCOUNT,
+      response: {
+        201: answer(ProcessAccountResponse, 'The account was created.', { service_account_number: EXAMPLE_SERVICE_ACCOUNT_NUMBER }),
+        400: refusal(['invalid', 'parse_error', 'import_supplier_not_found', 'import_supplier_paused', 'import_supplier_complete',
+          'account_not_staged', 'account_already_imported', 'account_marked_to_skip', 'account_import_in_progress',
+          'operations_team_not_found', 'account_failed_validation', 'supply_point_already_registered', 'dry_run_rolled_back'], ALREADY_IMPORTED, {
+          note: '`account_already_imported` adds `external_account_number` and `service_account_number`.',
+        }),
+        429: refusal(['concurrency_limit_exceeded'], CONCURRENCY_LIMIT, {
+          note: 'The service creates a bounded number of accounts at once, across all its instances; retry after `Retry-After` seconds.',
+          headers: { 'Retry-After': RETRY_AFTER },
+        }),
+      },
     },
   }, async (request, reply) => {
     const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit, queue }, callerOf(request), request.body);
@@ -55,12 +77,18 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
   app.get<{ Params: AccountPathParams }>('/account-transfer-status/:import_supplier_code/:external_account_number/', {
     schema: {
       tags: TAGS,
+      operationId: 'getAccountStatus',
       summary: 'Import status of one account',
       description: 'UNKNOWN (staged, no account; a previous attempt failed or none was made), IN_PROGRESS (a create is '
-        + 'running now), COMPLETED (the account exists). `last_error` is the latest failed create attempt. 404 '
-        + '`account_not_found` when the supplier has no import process for the account.',
+        + 'running now), COMPLETED (the account exists). `last_error` is the latest failed create attempt, until the account is imported.',
       params: AccountPathParams,
-      response: { 200: AccountStatusResponse, 404: ErrorBody },
+      response: {
+        200: answer(AccountStatusResponse, 'The account\'s import status.', ACCOUNT_STATUS),
+        400: refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
+          { detail: 'Ensure this field has no more than 200 characters.', code: 'max_length', attr: 'external_account_number' }] },
+        { note: 'A path parameter is longer than 200 characters.' }),
+        404: refusal(['account_not_found'], NO_IMPORT_PROCESS, { note: 'The supplier (or another organisation\'s) has no import process for the account.' }),
+      },
     },
   }, async (request) => {
     const { import_supplier_code: code, external_account_number: ext } = request.params;

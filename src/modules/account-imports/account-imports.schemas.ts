@@ -6,7 +6,7 @@ import { ExternalAccountNumber, ImportSupplierCode, Nullable } from '../account-
 export const StageAccountResponse = Type.Object({
   import_supplier: Type.String(),
   external_account_number: Type.String(),
-});
+}, { $id: 'StagedAccount', description: 'The account whose data is staged.' });
 export type StageAccountResponse = Static<typeof StageAccountResponse>;
 
 export const ProcessAccountBody = Type.Object({
@@ -14,12 +14,12 @@ export const ProcessAccountBody = Type.Object({
   import_supplier_code: ImportSupplierCode,
   operations_team_name: Type.String({ minLength: 1, maxLength: 200, description: 'An existing operations team; the account is linked to it.' }),
   dry_run: Type.Optional(Type.Boolean({ description: 'Run the whole create and roll it back: 400 dry_run_rolled_back when it would succeed.' })),
-}, { additionalProperties: false });
+}, { $id: 'CreateAccountRequest', additionalProperties: false, description: 'Which staged account to create, and for which operations team.' });
 export type ProcessAccountBody = Static<typeof ProcessAccountBody>;
 
 export const ProcessAccountResponse = Type.Object({
-  service_account_number: Type.String({ description: '`A-` and 8 characters of 0-9A-Z.' }),
-});
+  service_account_number: Type.String({ description: 'The new account\'s number: `A-` and 8 characters of 0-9A-Z.' }),
+}, { $id: 'CreatedAccount' });
 export type ProcessAccountResponse = Static<typeof ProcessAccountResponse>;
 
 export const IMPORT_STATUSES = ['UNKNOWN', 'IN_PROGRESS', 'COMPLETED'] as const;
@@ -35,9 +35,9 @@ export const AccountStatusResponse = Type.Object({
   status: Type.Unsafe<ImportStatus>({ type: 'string', enum: [...IMPORT_STATUSES] }),
   service_account_number: Type.String({ description: 'Empty while no account exists.' }),
   last_error: Nullable(Type.Object({ code: Type.String(), detail: Type.String() }, {
-    description: 'The latest failed create attempt (an addition under spec 9.2), or null.',
+    description: 'The latest failed create attempt while the account is not imported; null when none failed, and once it is imported.',
   })),
-});
+}, { $id: 'AccountStatus' });
 export type AccountStatusResponse = Static<typeof AccountStatusResponse>;
 
 export const SupplierPathParams = Type.Object({ import_supplier_code: Type.String({ maxLength: 200 }) });
@@ -46,7 +46,7 @@ export type SupplierPathParams = Static<typeof SupplierPathParams>;
 export const MAX_PAGE_SIZE = 1000;
 
 export const ListQuery = Type.Object({
-  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: 'Page by keyset (an addition, D7); without it the whole list is streamed.' })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, format: 'int32', description: 'Page by keyset; without it the whole list is streamed.' })),
   cursor: Type.Optional(Type.String({ maxLength: 500, description: 'The cursor of the next page, from the Link header.' })),
 }, { additionalProperties: false });
 export type ListQuery = Static<typeof ListQuery>;
@@ -73,7 +73,7 @@ export const ImportRecord = Type.Object({
     attr: Type.Union([Type.String(), Type.Null()], { description: 'The dot path of the first error; null when the error names no field.' }),
     detail: Type.String(),
   }, { description: 'With `state=failed` only: the latest create attempt\'s error.' })),
-});
+}, { $id: 'AccountImportRecord' });
 export type ImportRecord = Static<typeof ImportRecord>;
 
 export const ImportRecordList = Type.Array(ImportRecord, {

@@ -64,5 +64,5 @@ export const AccountView = Type.Object({
     details: Type.Object({}, { additionalProperties: true, description: 'The vendor\'s non-sensitive details' }),
     created_at: Type.String(),
   })),
-});
+}, { $id: 'Account', description: 'An imported account as the service holds it; optional values are null rather than left out.' });
 export type AccountView = Static<typeof AccountView>;

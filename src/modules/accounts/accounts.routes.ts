@@ -3,18 +3,26 @@ import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountPathParams, AccountView } from './account-read.schemas.ts';
 import { readAccount } from './account-read.service.ts';
-import { ErrorBody } from '../../schemas/error-body.ts';
+import { answer, refusal } from '../../http/openapi.ts';
+import { ACCOUNT_VIEW } from './accounts.examples.ts';
 
 export const accountsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, config }) => {
   app.get<{ Params: AccountPathParams }>('/accounts/:import_supplier_code/:external_account_number/', {
     schema: {
-      tags: ['accounts'],
-      summary: 'Read an imported account (an addition under spec 9.2)',
+      tags: ['Accounts'],
+      operationId: 'getAccount',
+      summary: 'Read an imported account',
       description: 'The account an import created, with its customers, supply points, balance, notes, statements and '
         + 'active payment instruction, so a supplier can check what it imported. 404 account_not_found for an unknown '
         + 'account, staged data without an account, or another organisation\'s supplier.',
       params: AccountPathParams,
-      response: { 200: AccountView, 404: ErrorBody },
+      response: {
+        200: answer(AccountView, 'The account.', ACCOUNT_VIEW),
+        400: refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
+          { detail: 'This value has an invalid format.', code: 'invalid', attr: 'external_account_number' }] },
+        { note: 'A path parameter is not a possible supplier code or account number (too long, or with a control character).' }),
+        404: refusal(['account_not_found'], { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found' }),
+      },
     },
   }, async (request) => readAccount(db, callerOf(request), config.documentsBucket,
     request.params.import_supplier_code, request.params.external_account_number));

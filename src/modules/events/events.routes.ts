@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorBody } from '../../schemas/error-body.ts';
+import { answer, refusal } from '../../http/openapi.ts';
+import { EVENTS, UNKNOWN_AFTER } from './events.examples.ts';
 import { EventList, EventsQuery } from './events.schemas.ts';
 import { eventFeed } from './events.service.ts';
 
@@ -9,11 +10,15 @@ export const eventsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) =
   app.get<{ Querystring: EventsQuery }>('/events/', {
     schema: {
       tags: ['Events'],
+      operationId: 'listEvents',
       summary: 'The supplier\'s events, in the order they were committed',
-      description: 'Keyset-paged: pass the id of the last event read as `after`. Events are kept at least 30 days. '
-        + '404 `not_found` for an unknown supplier; 400 `invalid` at `after` when it names no kept event of the supplier.',
+      description: 'Keyset-paged: pass the id of the last event read as `after`. Events are kept at least 30 days.',
       querystring: EventsQuery,
-      response: { 200: EventList, 400: ErrorBody, 404: ErrorBody },
+      response: {
+        200: answer(EventList, 'The next events of the supplier, oldest first; empty when there is nothing new.', EVENTS),
+        400: refusal(['invalid'], UNKNOWN_AFTER, { note: 'A query parameter is out of its bounds, or `after` names no kept event of the supplier.' }),
+        404: refusal(['not_found'], { detail: 'No import supplier with code "ACME".', code: 'not_found' }, { note: 'No such import supplier for the caller\'s organisation.' }),
+      },
     },
   }, async (request) => eventFeed(db, callerOf(request), request.query));
 };

@@ -13,7 +13,7 @@ export const EventsQuery = Type.Object({
     pattern: '^[1-9][0-9]{0,17}$', maxLength: 18,
     description: 'The id of the last event read: the page starts after it, in feed order.',
   })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_EVENTS_LIMIT, description: `At most this many events (default ${DEFAULT_EVENTS_LIMIT}).` })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_EVENTS_LIMIT, format: 'int32', description: `At most this many events (default ${DEFAULT_EVENTS_LIMIT}).` })),
 }, { additionalProperties: false });
 export type EventsQuery = Static<typeof EventsQuery>;
 
@@ -23,8 +23,8 @@ export const Event = Type.Object({
   created_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ.' }),
   import_supplier: Type.String(),
   external_account_number: Nullable(Type.String({ description: 'Null for job events.' })),
-  data: Type.Object({}, { additionalProperties: true, description: 'Depends on the type: see docs/events.md.' }),
-});
+  data: Type.Object({}, { additionalProperties: true, description: 'Depends on the type, for example `{"first_staging": true}` for import_process.staged.' }),
+}, { $id: 'Event' });
 export type Event = Static<typeof Event>;
 
 export const EventList = Type.Array(Event, {

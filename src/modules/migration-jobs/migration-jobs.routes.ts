@@ -3,15 +3,41 @@ import { createGunzip } from 'node:zlib';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { AppError } from '../../core/errors.ts';
+import { exemptFromRequestDeadline } from '../../http/request-deadline.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorBody } from '../../schemas/error-body.ts';
+import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
+import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/account-data.examples.ts';
+import {
+  ACTION_REFUSED, CREATE_JOB, JOB, JOB_NOT_FOUND, JOB_NOT_OPEN, RECORD_RESULT, UPLOAD_CUT_OFF, UPLOAD_RECORDS, UPLOAD_TOO_LARGE, UPLOADED,
+} from './migration-jobs.examples.ts';
 import {
   CreateJobBody, Job, JobList, JobPathParams, ListJobsQuery, RecordResult, RecordsQuery, UploadReply,
 } from './migration-jobs.schemas.ts';
 import * as jobs from './migration-jobs.service.ts';
+import { idleLimited } from './upload-idle.ts';
 
 const TAGS = ['Migration jobs'];
 const NDJSON = 'application/x-ndjson';
+const ACTIONS = {
+  start: {
+    operationId: 'startMigrationJob', summary: 'Start the job (queued; scheduled while not_before is ahead)',
+    description: 'The records are worked through in the background, by every instance of the service.',
+    refusals: ['migration_job_not_open', 'migration_job_empty'], refused: ACTION_REFUSED.start, state: 'queued',
+  },
+  cancel: {
+    operationId: 'cancelMigrationJob', summary: 'Cancel the job',
+    description: 'Records not started are cancelled; running ones finish, then the job is cancelled.',
+    refusals: ['migration_job_finished'], refused: ACTION_REFUSED.cancel, state: 'cancelled',
+  },
+  retry: {
+    operationId: 'retryMigrationJob', summary: 'Retry the failed and cancelled records',
+    description: 'They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict.',
+    refusals: ['migration_job_not_finished'], refused: ACTION_REFUSED.retry, state: 'queued',
+  },
+} as const;
+const NO_JOB = refusal(['not_found'], JOB_NOT_FOUND, { note: 'No such job of the caller\'s organisation.' });
+const BAD_ID = { detail: 'The request failed validation.', code: 'invalid', errors: [
+  { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'job_id' }] };
 
 // Migration jobs (D11). The upload is not parsed by Fastify: its parser hands the raw request stream
 // to the service, which reads it line by line (gunzipped first with Content-Encoding: gzip).
@@ -22,19 +48,29 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
   app.post<{ Body: CreateJobBody }>('/migration-jobs/', {
     schema: {
       tags: TAGS, operationId: 'createMigrationJob', summary: 'Create a migration job (state open)',
-      description: 'A job belongs to one import supplier of the caller. Upload its records, then start it. 400 `import_supplier_not_found`, '
-        + '`import_supplier_complete` (a paused supplier may have jobs: they wait), `operations_team_not_found`, `invalid`.',
+      description: 'A job belongs to one import supplier of the caller. Upload its records, then start it. A paused supplier '
+        + 'may have jobs: they wait until it is ongoing again.',
       body: CreateJobBody,
-      response: { 201: Job, 400: ErrorBody },
+      requestExample: CREATE_JOB,
+      response: {
+        201: answer(Job, 'The job, open for uploads.', { ...JOB, counts: { ...JOB.counts, total: 0, pending: 0 } }),
+        400: refusal(['invalid', 'parse_error', 'import_supplier_not_found', 'import_supplier_complete', 'operations_team_not_found'],
+          IMPORT_SUPPLIER_NOT_FOUND),
+      },
     },
   }, async (request, reply) => reply.code(201).send(await jobs.createJob(db, callerOf(request), request.body)));
 
   app.get<{ Querystring: ListJobsQuery }>('/migration-jobs/', {
     schema: {
       tags: TAGS, operationId: 'listMigrationJobs', summary: 'The supplier\'s migration jobs, newest first',
-      description: 'Keyset paging as D7: `page_size` (default 100), then follow the `Link` header (`cursor`).',
+      description: 'Keyset paging: `page_size` (default 100), then follow the `Link` header (`cursor`).',
       querystring: ListJobsQuery,
-      response: { 200: JobList, 400: ErrorBody },
+      response: {
+        200: answer(JobList, 'One page of the supplier\'s jobs, newest first.', [JOB], { Link: LINK_NEXT }),
+        400: refusal(['invalid'], { detail: 'The cursor is not one this service gave.', code: 'invalid', errors: [
+          { detail: 'The cursor is not one this service gave.', code: 'invalid', attr: 'cursor' }] },
+        { note: 'A query parameter is out of its bounds, or the cursor is not one the service gave.' }),
+      },
     },
   }, async (request, reply) => {
     const page = await jobs.listJobs(db, callerOf(request), request.query);
@@ -49,45 +85,74 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
   app.get<{ Params: JobPathParams }>('/migration-jobs/:job_id/', {
     schema: {
       tags: TAGS, operationId: 'getMigrationJob', summary: 'A migration job with its counts and progress',
+      description: 'Its state, its records counted by outcome, the first error code of its failed records, and its pace.',
       params: JobPathParams,
-      response: { 200: Job, 404: ErrorBody },
+      response: {
+        200: answer(Job, 'The job.', JOB),
+        400: refusal(['invalid'], BAD_ID, { note: 'The job id is longer than 100 characters.' }),
+        404: NO_JOB,
+      },
     },
   }, async (request) => jobs.getJob(db, callerOf(request), request.params.job_id));
 
   app.post<{ Params: JobPathParams; Body: unknown }>('/migration-jobs/:job_id/records/', {
     schema: {
-      tags: TAGS, operationId: 'uploadMigrationRecords', summary: 'Upload records (NDJSON, one record per line)',
-      description: 'Content-Type `application/x-ndjson` (415 otherwise), optionally `Content-Encoding: gzip`. Each non-blank line is a record, '
-        + 'numbered from 1 across all uploads of the job. The body is streamed and written in batches: an upload cut off keeps every complete line '
-        + 'before the cut, and the job\'s `counts.total` says how many. A line that is not a JSON object, or longer than BODY_LIMIT_BYTES, is a '
-        + 'failed record at step parse; a repeated external account number fails as `duplicate`. 400 `migration_job_not_open`, '
-        + '`migration_job_too_large` (more than JOB_MAX_RECORDS; the records before are kept); 413 `payload_too_large` (JOB_UPLOAD_LIMIT_BYTES).',
+      tags: TAGS, operationId: 'uploadMigrationJobRecords', summary: 'Upload records (NDJSON, one record per line)',
+      description: 'Content-Type `application/x-ndjson`, optionally `Content-Encoding: gzip`. Each non-blank line is a record, '
+        + 'numbered from 1 across all uploads of the job: `{"account": {...}, "statements": [...], "transactions": [...], "notes": [...], '
+        + '"payment_instruction": {...}}`, where only `account` is required and each other part takes the items of its endpoint. '
+        + 'The body is streamed and written in batches: an upload cut off keeps every complete line before the cut, and the job\'s '
+        + '`counts.total` says how many. A line that is not a JSON object, or longer than the body limit of a single request, is a '
+        + 'failed record at step parse; a repeated external account number fails as `duplicate`. An upload may take as long as it '
+        + 'needs, but one that receives no byte for a while (60 s by default) is cut off.',
       params: JobPathParams,
       consumes: [NDJSON],
-      body: { type: 'string', description: 'Newline-delimited JSON: one record per line.' },
-      response: { 200: UploadReply, 400: ErrorBody, 404: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+      body: { type: 'string', maxLength: config.jobUploadLimitBytes, description: 'Newline-delimited JSON: one record per line. The body limit is that of an upload (its bytes, once decompressed).' },
+      requestExample: UPLOAD_RECORDS,
+      response: {
+        200: answer(UploadReply, 'The records were stored, pending until the job is started.', UPLOADED),
+        400: refusal(['migration_job_not_open', 'migration_job_too_large', 'invalid'], JOB_NOT_OPEN, {
+          note: '`migration_job_too_large`: the job would hold more records than a job may; the records before are kept.',
+        }),
+        404: NO_JOB,
+        408: refusal(['request_timeout'], UPLOAD_CUT_OFF, { note: 'Adds `received` and `total_records`: send the lines after those.' }),
+        413: refusal(['payload_too_large'], UPLOAD_TOO_LARGE, { note: 'The upload is larger than an upload may be; adds `received` and `total_records`.' }),
+        415: refusal(['unsupported_media_type'], { detail: 'Upload records as application/x-ndjson, one record per line.', code: 'unsupported_media_type' }),
+      },
     },
     validatorCompiler: () => () => true,
-  }, async (request) => {
-    const caller = callerOf(request);
-    const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (type !== NDJSON) {
-      throw new AppError('unsupported_media_type', `Upload records as ${NDJSON}, one record per line.`);
+    // Runs after the auth guard: only an authenticated upload outlives REQUEST_TIMEOUT_MS.
+    onRequest: (request, _reply, done) => {
+      exemptFromRequestDeadline(request);
+      done();
+    },
+  }, async (request, reply) => {
+    try {
+      const caller = callerOf(request);
+      const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (type !== NDJSON) {
+        throw new AppError('unsupported_media_type', `Upload records as ${NDJSON}, one record per line.`);
+      }
+      return await jobs.uploadRecords(deps, caller, request.params.job_id, bodyStream(request, config.uploadIdleTimeoutSeconds * 1000));
+    } catch (error) {
+      // The rest of the body will not be read: close the connection after the answer, rather than
+      // leave it holding a half-read request.
+      if (!request.raw.complete) void reply.header('connection', 'close');
+      throw error;
     }
-    return jobs.uploadRecords(deps, caller, request.params.job_id, bodyStream(request));
   });
 
   for (const action of ['start', 'cancel', 'retry'] as const) {
-    const docs = {
-      start: ['startMigrationJob', 'Start the job (queued; scheduled while not_before is ahead)', '400 `migration_job_not_open`, `migration_job_empty`.'],
-      cancel: ['cancelMigrationJob', 'Cancel the job', 'Records not started are cancelled; running ones finish, then the job is cancelled. 400 `migration_job_finished`.'],
-      retry: ['retryMigrationJob', 'Retry the failed and cancelled records', 'They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict. 400 `migration_job_not_finished`.'],
-    }[action];
+    const docs = ACTIONS[action];
     app.post<{ Params: JobPathParams }>(`/migration-jobs/:job_id/${action}/`, {
       schema: {
-        tags: TAGS, operationId: docs[0], summary: docs[1], description: docs[2],
+        tags: TAGS, operationId: docs.operationId, summary: docs.summary, description: docs.description,
         params: JobPathParams,
-        response: { 200: Job, 400: ErrorBody, 404: ErrorBody },
+        response: {
+          200: answer(Job, `The job, now ${docs.state}.`, { ...JOB, state: docs.state }),
+          400: refusal(['invalid', ...docs.refusals], docs.refused, { note: '`invalid`: the job id is longer than 100 characters.' }),
+          404: NO_JOB,
+        },
       },
     }, async (request) => {
       const caller = callerOf(request);
@@ -99,20 +164,22 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
 
   app.get<{ Params: JobPathParams; Querystring: RecordsQuery }>('/migration-jobs/:job_id/records/', {
     schema: {
-      tags: TAGS, operationId: 'getMigrationJobRecords', summary: 'Record results in line order (NDJSON, or CSV)',
+      tags: TAGS, operationId: 'listMigrationJobRecords', summary: 'Record results in line order (NDJSON, or CSV)',
       description: 'An `application/x-ndjson` stream of record results, one per line; with `Accept: text/csv`, CSV with a header row: '
         + 'line, external_account_number, outcome, step, service_account_number, error_code, error_attr, error_detail, error_count (first error only).',
       params: JobPathParams,
       querystring: RecordsQuery,
       response: {
-        200: {
-          description: 'Record results in line order.',
+        200: answer({
           content: {
             [NDJSON]: { schema: RecordResult },
             'text/csv': { schema: { type: 'string', description: 'CSV with a header row.' } },
           },
-        },
-        400: ErrorBody, 404: ErrorBody,
+        }, 'Record results in line order: one JSON object per line, or CSV rows.', RECORD_RESULT),
+        400: refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
+          { detail: '"done" is not a valid choice. Allowed: pending, running, succeeded, skipped, failed, cancelled.', code: 'invalid_choice', attr: 'outcome' }] },
+        { note: '`outcome` is not one of the outcomes, or the job id is longer than 100 characters.' }),
+        404: NO_JOB,
       },
     },
   }, async (request, reply) => {
@@ -122,13 +189,14 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
   });
 };
 
-function bodyStream(request: FastifyRequest): AsyncIterable<Buffer> {
-  const raw = request.body as NodeJS.ReadableStream;
+/** The upload's bytes (inflated with gzip), failing with UploadStalled when the client stops sending for `idleMs`. */
+function bodyStream(request: FastifyRequest, idleMs: number): AsyncIterable<Buffer> {
+  const raw = idleLimited(request.body as AsyncIterable<Buffer>, idleMs);
   const encoding = String(request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding === 'identity' || encoding === '') return raw as AsyncIterable<Buffer>;
+  if (encoding === 'identity' || encoding === '') return raw;
   if (encoding === 'gzip' || encoding === 'x-gzip') {
-    // pipeline passes a failure of the request (a cut) on to the gunzip stream the service reads.
-    return pipeline(raw as Readable, createGunzip(), () => {}) as AsyncIterable<Buffer>;
+    // pipeline passes a failure of the request (a cut, a stall) on to the gunzip stream the service reads.
+    return pipeline(raw, createGunzip(), () => {}) as AsyncIterable<Buffer>;
   }
   throw new AppError('unsupported_media_type', `Content-Encoding "${encoding}" is not supported; use gzip or none.`);
 }

@@ -27,7 +27,7 @@ export const CreateJobBody = Type.Object({
   dry_run: Type.Optional(Type.Boolean({ description: 'Validate, stage and dry-run create each account; import nothing else.' })),
   not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
   not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
-}, { additionalProperties: false });
+}, { $id: 'CreateMigrationJobRequest', additionalProperties: false });
 export type CreateJobBody = Static<typeof CreateJobBody>;
 
 export const JobCounts = Type.Object({
@@ -57,10 +57,10 @@ export const Job = Type.Object({
   errors_by_code: Type.Array(ErrorCount, { description: 'The first error of each failed record, by code, largest first.' }),
   records_per_minute: Type.Number({ description: 'Records finished per minute over the last five minutes.' }),
   eta_seconds: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'Seconds until the records left are done at the current rate; null when unknown or nothing is left.' }),
-}, { $id: 'MigrationJob', title: 'MigrationJob' });
+}, { $id: 'MigrationJob' });
 export type Job = Static<typeof Job>;
 
-export const JobList = Type.Array(Job);
+export const JobList = Type.Array(Job, { description: 'Newest first.' });
 
 export const JobPathParams = Type.Object({ job_id: Type.String({ maxLength: 100, description: 'The job id.' }) });
 export type JobPathParams = Static<typeof JobPathParams>;
@@ -68,7 +68,7 @@ export type JobPathParams = Static<typeof JobPathParams>;
 export const MAX_JOB_PAGE_SIZE = 1000;
 export const ListJobsQuery = Type.Object({
   import_supplier: ImportSupplierCode,
-  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_JOB_PAGE_SIZE, description: 'Page by keyset (D7); the next page is in the Link header.' })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_JOB_PAGE_SIZE, format: 'int32', description: 'Page by keyset (default 100); the next page is in the Link header.' })),
   cursor: Type.Optional(Type.String({ maxLength: 500, description: 'The cursor of the next page, from the Link header.' })),
 }, { additionalProperties: false });
 export type ListJobsQuery = Static<typeof ListJobsQuery>;
@@ -76,7 +76,7 @@ export type ListJobsQuery = Static<typeof ListJobsQuery>;
 export const UploadReply = Type.Object({
   received: Type.Integer({ description: 'Records (non-blank lines) received by this upload.' }),
   total_records: Type.Integer({ description: 'Records of the job so far, across uploads.' }),
-});
+}, { $id: 'MigrationJobUpload' });
 export type UploadReply = Static<typeof UploadReply>;
 
 export const RecordError = Type.Object({
@@ -96,7 +96,7 @@ export const RecordResult = Type.Object({
   dry_run: Type.Boolean(),
   errors: Type.Array(RecordError),
   finished_at: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
-}, { $id: 'MigrationRecordResult', title: 'MigrationRecordResult' });
+}, { $id: 'MigrationJobRecordResult' });
 export type RecordResult = Static<typeof RecordResult>;
 
 export const RecordsQuery = Type.Object({

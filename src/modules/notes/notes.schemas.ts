@@ -12,15 +12,15 @@ export const CreateNotesBody = Type.Object({
   import_supplier: ImportSupplierCode,
   external_account_number: ExternalAccountNumber,
   notes: Type.Array(Note, { minItems: 1, maxItems: MAX_NOTES_PER_REQUEST }),
-}, { additionalProperties: false });
+}, { $id: 'ImportNotesRequest', additionalProperties: false });
 export type CreateNotesBody = Static<typeof CreateNotesBody>;
 
 export const NoteResult = Type.Object({
   created_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ: the stored note\'s (the earlier one when it already existed)' }),
   body: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'null for a note of documents only' }),
   status: Type.Unsafe<NoteStatus>({ type: 'string', enum: [...NOTE_STATUSES] }),
-});
+}, { $id: 'NoteResult' });
 export type NoteResult = Static<typeof NoteResult>;
 
-export const CreateNotesResponse = Type.Array(NoteResult);
+export const CreateNotesResponse = Type.Array(NoteResult, { description: 'One result per posted note, in the order posted.' });
 export type CreateNotesResponse = Static<typeof CreateNotesResponse>;

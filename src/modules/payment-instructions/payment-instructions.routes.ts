@@ -2,14 +2,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorBody } from '../../schemas/error-body.ts';
+import { answer, refusal } from '../../http/openapi.ts';
+import {
+  EXAMPLE_VENDOR, IMPORT_PAYMENT_INSTRUCTION, NO_SUCH_VENDOR, PAYMENT_INSTRUCTION_STORED, VENDOR_UNAVAILABLE,
+} from './payment-instructions.examples.ts';
 import { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import { createPaymentInstruction } from './payment-instructions.service.ts';
 
 export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/payment-instruction/create/', {
     schema: {
-      tags: ['payment instructions'],
+      tags: ['Imported data'],
+      operationId: 'importPaymentInstruction',
       summary: 'Import the payment instruction of an imported account',
       description: [
         'Verifies the instruction with the payment vendor, then stores its non-sensitive details as the',
@@ -18,9 +22,20 @@ export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (a
         'Vendor outcomes: not found → 400 payment_instruction_not_found; refused for good → 400',
         'payment_vendor_rejected (do not retry as is); unreachable, timing out or failing after retries →',
         '500 payment_vendor_unavailable (retry as is).',
+        `The example needs a payment vendor \`${EXAMPLE_VENDOR}\` registered by the service team; a fresh service has none.`,
       ].join(' '),
       body: CreatePaymentInstructionBody,
-      response: { 201: CreatePaymentInstructionReply, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 500: ErrorBody },
+      requestExample: IMPORT_PAYMENT_INSTRUCTION,
+      response: {
+        201: answer(CreatePaymentInstructionReply, 'The instruction is the account\'s active one (stored now, or the same one stored before).', PAYMENT_INSTRUCTION_STORED),
+        400: refusal(['invalid', 'parse_error', 'import_supplier_not_found', 'payment_vendor_not_found', 'payment_instruction_not_found',
+          'payment_vendor_rejected', 'active_payment_instruction_exists'], NO_SUCH_VENDOR),
+        404: refusal(['account_not_found'], { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', errors: [
+          { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', attr: 'external_account_number' }] }, { note: 'The account is not imported (or was never staged).' }),
+        500: refusal(['payment_vendor_unavailable', 'internal_error'], VENDOR_UNAVAILABLE, {
+          note: '`payment_vendor_unavailable`: the vendor could not be reached, timed out or kept failing; retry the request as it is.',
+        }),
+      },
     },
   }, async (request, reply) => {
     const created = await createPaymentInstruction(db, callerOf(request), request.body);

@@ -23,12 +23,12 @@ export const CreatePaymentInstructionBody = Type.Object({
     type: 'string', enum: [...PAYMENT_INSTRUCTION_TYPES],
     description: `Kind of instruction: ${PAYMENT_INSTRUCTION_TYPES.join(', ')}.`,
   }),
-}, { additionalProperties: false });
+}, { $id: 'PaymentInstruction', additionalProperties: false, description: 'How the account pays: an instruction held by a payment vendor, named by its reference there.' });
 export type CreatePaymentInstructionBody = Static<typeof CreatePaymentInstructionBody>;
 
 export const CreatePaymentInstructionReply = Type.Object({
   service_account_number: Type.String(),
   reference: Type.String(),
-});
+}, { $id: 'PaymentInstructionResult' });
 export type CreatePaymentInstructionReply = Static<typeof CreatePaymentInstructionReply>;
 

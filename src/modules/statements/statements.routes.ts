@@ -1,21 +1,31 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { ErrorBody } from '../../schemas/error-body.ts';
+import { answer, refusal } from '../../http/openapi.ts';
+import { IMPORT_STATEMENTS, STATEMENT_OVERLAP } from './statements.examples.ts';
 import { CreateStatementsBody } from './statements.schemas.ts';
 import { importStatements } from './statements.service.ts';
 
 export const statementsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
   app.post<{ Body: CreateStatementsBody }>('/historical-statements/create/', {
     schema: {
-      tags: ['imported data'],
-      summary: 'Import historical statements onto an imported account (spec 4.6)',
-      description: 'Answers 201 (the spec states both 201 and 200; 201 is used) with the validated data. Idempotent by '
+      tags: ['Imported data'],
+      operationId: 'importStatements',
+      summary: 'Import historical statements onto an imported account',
+      description: 'Answers 201 with the validated data. Idempotent by '
         + 'statement_id: the same statement again changes nothing; a known statement_id with different data is 400 '
         + '`duplicate`. Periods of one account do not overlap (400 `statement_period_overlap`). The latest statement '
         + 'closes the statement periods: transactions are then dated from the day after its bill_period_to_date.',
       body: CreateStatementsBody,
-      response: { 201: CreateStatementsBody, 400: ErrorBody, 404: ErrorBody },
+      requestExample: IMPORT_STATEMENTS,
+      response: {
+        201: answer(CreateStatementsBody, 'The statements are stored (or were already, with the same data); the body is echoed.', IMPORT_STATEMENTS),
+        400: refusal(['invalid', 'parse_error', 'import_supplier_not_found', 'statement_period_overlap'], STATEMENT_OVERLAP, {
+          note: 'A known statement_id with different data is `invalid`, with `duplicate` at its statement_id in `errors`.',
+        }),
+        404: refusal(['account_not_found'], { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', errors: [
+          { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', attr: 'external_account_number' }] }, { note: 'The account is not imported (or was never staged).' }),
+      },
     },
   }, async (request, reply) => reply.code(201).send(await importStatements(db, callerOf(request), request.body)));
 };

@@ -17,14 +17,14 @@ export const StatementItem = Type.Object({
   number: Type.String({ minLength: 1, maxLength: 100 }),
   gross_amount: Type.Number({ minimum: -MAX_AMOUNT, maximum: MAX_AMOUNT, 'x-decimal-places': 2, description: 'At most two decimals' }),
   statement_path: Type.Optional(DocumentPath),
-}, { additionalProperties: false, 'x-rules': 'statements.period' });
+}, { $id: 'Statement', additionalProperties: false, 'x-rules': 'statements.period', description: 'A statement the supplier already issued, usually a PDF under its documents root.' });
 export type StatementItem = Static<typeof StatementItem>;
 
 export const CreateStatementsBody = Type.Object({
   import_supplier: ImportSupplierCode,
   external_account_number: ExternalAccountNumber,
   statements: Type.Array(StatementItem, { minItems: 1, maxItems: MAX_STATEMENTS_PER_REQUEST }),
-}, { additionalProperties: false, 'x-rules': 'statements.batch' });
+}, { $id: 'ImportStatementsRequest', additionalProperties: false, 'x-rules': 'statements.batch' });
 export type CreateStatementsBody = Static<typeof CreateStatementsBody>;
 
 registerRules('statements.period', dateRangeRule('bill_period_from_date', 'bill_period_to_date'));

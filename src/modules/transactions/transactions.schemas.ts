@@ -11,7 +11,6 @@ export type TransactionType = (typeof TRANSACTION_TYPES)[number];
 /** The values seen in the spec; the project's bounded choice for the full set. */
 export const TRANSACTION_REASONS = ['IMPORTED_CHARGE', 'IMPORTED_CREDIT', 'ACCOUNT_CHARGE_PAYMENT', 'FULL_CREDIT_REFUND', 'GENERAL_CREDIT'] as const;
 export const PAYMENT_TYPES = ['DD_REGULAR_COLLECTION', 'DIRECT_CREDIT', 'DEBIT_CARD'] as const;
-export const TRANSACTION_STATUSES = ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS', 'TRANSACTION_IMPORT_SUCCESS', 'TRANSACTION_IMPORT_ERROR'] as const;
 /** Largest amount numeric(14, 2) holds. */
 export const MAX_AMOUNT = 999_999_999_999.99;
 export const MAX_TRANSACTIONS_PER_BATCH = 1000;
@@ -28,7 +27,7 @@ export const LineItem = Type.Object({
   net_amount: Quantity,
   price_per_unit: Quantity,
   units: Type.Optional(Type.Array(Quantity, { maxItems: 1000 })),
-}, { additionalProperties: false, 'x-rules': 'transactions.line-item' });
+}, { $id: 'LineItem', additionalProperties: false, 'x-rules': 'transactions.line-item' });
 
 export const TaxItem = Type.Object({
   amount: Quantity,
@@ -36,7 +35,7 @@ export const TaxItem = Type.Object({
   value_taxed: Quantity,
   rate: Quantity,
   unit_type: Text(100),
-}, { additionalProperties: false });
+}, { $id: 'TaxItem', additionalProperties: false });
 
 const common = {
   transaction_id: Text(100),
@@ -48,22 +47,24 @@ const common = {
 const reasonEnum = Type.Unsafe<(typeof TRANSACTION_REASONS)[number]>({ type: 'string', enum: [...TRANSACTION_REASONS] });
 const paymentTypeEnum = Type.Unsafe<(typeof PAYMENT_TYPES)[number]>({ type: 'string', enum: [...PAYMENT_TYPES] });
 
-const Charge = Type.Object({ ...common, type: Type.Literal('CHARGE'), reason: reasonEnum }, { additionalProperties: false });
-const Credit = Type.Object({ ...common, type: Type.Literal('CREDIT'), reason: reasonEnum }, { additionalProperties: false });
+const Charge = Type.Object({ ...common, type: Type.Literal('CHARGE'), reason: reasonEnum }, { $id: 'ChargeTransaction', additionalProperties: false });
+const Credit = Type.Object({ ...common, type: Type.Literal('CREDIT'), reason: reasonEnum }, { $id: 'CreditTransaction', additionalProperties: false });
 const paymentFields = { reason: reasonEnum, reference: Type.Optional(Text(200)), payment_type: Type.Optional(paymentTypeEnum) };
-const Payment = Type.Object({ ...common, type: Type.Literal('PAYMENT'), ...paymentFields }, { additionalProperties: false });
-const Repayment = Type.Object({ ...common, type: Type.Literal('REPAYMENT'), ...paymentFields }, { additionalProperties: false });
+const Payment = Type.Object({ ...common, type: Type.Literal('PAYMENT'), ...paymentFields }, { $id: 'PaymentTransaction', additionalProperties: false });
+const Repayment = Type.Object({ ...common, type: Type.Literal('REPAYMENT'), ...paymentFields }, { $id: 'RepaymentTransaction', additionalProperties: false });
 const SupplyCharge = Type.Object({
   ...common,
   type: Type.Literal('SUPPLY_CHARGE'),
   product_code: Type.Optional(Text(100)),
   line_items: Type.Optional(Type.Array(LineItem, { maxItems: 500 })),
   tax_items: Type.Optional(Type.Array(TaxItem, { maxItems: 100 })),
-}, { additionalProperties: false });
+}, { $id: 'SupplyChargeTransaction', additionalProperties: false });
 
 type TransactionUnion = Static<typeof Charge> | Static<typeof Credit> | Static<typeof Payment> | Static<typeof Repayment> | Static<typeof SupplyCharge>;
 /** One transaction: `oneOf` with a discriminator, so errors come from the branch its `type` names. */
 export const TransactionItem = Type.Unsafe<TransactionUnion>({
+  $id: 'Transaction',
+  description: 'A financial transaction; `type` decides which fields it takes.',
   type: 'object',
   oneOf: [Charge, Credit, Payment, Repayment, SupplyCharge],
   discriminator: { propertyName: 'type' },
@@ -75,7 +76,7 @@ export const CreateTransactionsBody = Type.Object({
   import_supplier: ImportSupplierCode,
   external_account_number: ExternalAccountNumber,
   transactions: Type.Array(TransactionItem, { minItems: 1, maxItems: MAX_TRANSACTIONS_PER_BATCH }),
-}, { additionalProperties: false, 'x-rules': 'transactions.batch' });
+}, { $id: 'ImportTransactionsRequest', additionalProperties: false, 'x-rules': 'transactions.batch' });
 export type CreateTransactionsBody = Static<typeof CreateTransactionsBody>;
 
 export const CreateTransactionsQuery = Type.Object({
@@ -102,16 +103,18 @@ export const TransactionData = Type.Object({
   tax_items: Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
   description: Optional(Type.String({ description: 'Why the transaction was moved' })),
   status: Optional(Type.Literal('TRANSACTION_IMPORT_SUCCESS')),
-});
+}, { $id: 'TransactionData' });
 export type TransactionData = Static<typeof TransactionData>;
 
 export const TransactionResult = Type.Object({
   status: Type.Unsafe<'TRANSACTION_ADDED_TO_ACCOUNT' | 'TRANSACTION_ALREADY_EXISTS'>({ type: 'string', enum: ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS'] }),
   transaction_data: TransactionData,
-});
+}, { $id: 'TransactionResult' });
 export type TransactionResult = Static<typeof TransactionResult>;
 
-export const CreateTransactionsResponse = Type.Object({ results: Type.Array(TransactionResult) });
+export const CreateTransactionsResponse = Type.Object({
+  results: Type.Array(TransactionResult, { description: 'One result per posted transaction, in the order posted.' }),
+}, { $id: 'ImportTransactionsResult' });
 export type CreateTransactionsResponse = Static<typeof CreateTransactionsResponse>;
 
 /** 400: a validation error (D4), or the TRANSACTION_IMPORT_ERROR of spec 4.5, which keeps the D4 shape too. */
@@ -120,7 +123,7 @@ export const TransactionImportError = Type.Object({
   status: Type.Optional(Type.Literal('TRANSACTION_IMPORT_ERROR')),
   error_detail: Type.Optional(Type.String({ description: 'Why the batch failed' })),
   transaction_data: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The first failing transaction, amount as a string' })),
-}, { additionalProperties: true });
+}, { $id: 'TransactionImportError', additionalProperties: true, description: 'Why a batch was refused: the error body, and for `TRANSACTION_IMPORT_ERROR` the failing transaction.' });
 
 registerRules('transactions.line-item', dateRangeRule('start_date', 'end_date'));
 // A transaction_id twice in one batch is a mistake in the batch, not a repeat of an earlier import.

@@ -1,0 +1,72 @@
+import type { TSchema } from '@sinclair/typebox';
+import { STATUS_CODES } from 'node:http';
+import { ErrorBody } from '../schemas/error-body.ts';
+
+// How a route documents its answers for the OpenAPI document (openapi.ts). `answer` keeps the
+// schema Fastify serializes with, and beside it, under a symbol Fastify ignores, what the answer
+// means and an example body. `refusal` does the same for an error body, listing its codes.
+
+export const ANSWER = Symbol('openapi answer');
+
+/** A response header: its JSON schema, with its description. */
+export type HeaderDoc = Record<string, unknown> & { description: string };
+
+export interface AnswerDoc {
+  schema: object;
+  description: string;
+  example?: unknown;
+  headers?: Record<string, HeaderDoc> | undefined;
+}
+
+/** A response: its schema (what Fastify serializes with), what it means and an example body. */
+export function answer<T extends object>(schema: T, description: string, example?: unknown, headers?: Record<string, HeaderDoc>): T {
+  return { ...schema, [ANSWER]: { schema, description, example, headers } satisfies AnswerDoc };
+}
+
+/** An error response: the codes it can carry (listed in its description) and a real example body. */
+export function refusal(
+  codes: readonly string[], example: ErrorBody, options: { schema?: TSchema; note?: string; headers?: Record<string, HeaderDoc> } = {},
+): TSchema {
+  const list = codes.map((code) => `\`${code}\``).join(', ');
+  const description = `Refused; \`code\` is ${codes.length > 1 ? `one of ${list}` : list}.${options.note ? ` ${options.note}` : ''}`;
+  return answer(options.schema ?? ErrorBody, description, example, options.headers);
+}
+
+/** What a route gave for one status: its `answer`, or a bare schema described by its own description. */
+export function describedAnswer(status: string, raw: Record<string | symbol, unknown>): AnswerDoc {
+  const doc = raw[ANSWER] as AnswerDoc | undefined;
+  if (doc) return doc;
+  return { schema: raw, description: typeof raw.description === 'string' ? raw.description : STATUS_CODES[Number(status)] ?? status };
+}
+
+export const RETRY_AFTER: HeaderDoc = { type: 'integer', format: 'int32', minimum: 0, maximum: 3600, description: 'Seconds to wait before retrying.' };
+export const LINK_NEXT: HeaderDoc = {
+  type: 'string', maxLength: 2000, description: 'With `page_size`, while more remain: `<url of the next page>; rel="next"`.',
+};
+
+const error = (description: string, detail: string, code: string): AnswerDoc => ({ schema: ErrorBody, description, example: { detail, code } });
+
+/** Answers every operation of a kind can give, whatever it does: added to each unless it gives its own. */
+export const COMMON_ANSWERS: Record<string, (op: { guarded: boolean; jsonBody: boolean }) => AnswerDoc | null> = {
+  401: ({ guarded }) => guarded ? error(
+    'No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, '
+      + 'or its key was revoked), `token_expired`, or `invalid` (several Authorization headers).',
+    'Authentication credentials were not provided.', 'not_authenticated',
+  ) : null,
+  413: ({ jsonBody }) => jsonBody ? error(
+    'Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit.',
+    'The request body is larger than the limit.', 'payload_too_large',
+  ) : null,
+  415: ({ jsonBody }) => jsonBody ? error(
+    'Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity.',
+    'Send the body as application/json.', 'unsupported_media_type',
+  ) : null,
+  500: () => error(
+    'An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header).',
+    'An unexpected error occurred. It has been logged with this request id.', 'internal_error',
+  ),
+  503: () => error(
+    'The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly.',
+    'The database is unavailable; retry shortly.', 'service_unavailable',
+  ),
+};

@@ -1,0 +1,49 @@
+import { EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
+import { DEMO } from '../admin/demo-seed.ts';
+import type { CreateJobBody, Job, RecordResult, UploadReply } from './migration-jobs.schemas.ts';
+
+// OpenAPI examples: a job for the demo supplier, one record of another demo account.
+
+export const EXAMPLE_JOB_ID = '6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f';
+
+export const CREATE_JOB: CreateJobBody = { import_supplier: DEMO.supplier, operations_team_name: DEMO.team };
+
+const RECORD_ACCOUNT = JSON.parse(JSON.stringify(EXAMPLE_ACCOUNT).replaceAll('DEMO-0001', 'DEMO-0002')) as typeof EXAMPLE_ACCOUNT;
+
+/** One record per line; only `account` is required. */
+export const UPLOAD_RECORDS = `${JSON.stringify({ account: RECORD_ACCOUNT, notes: [{ body: 'Migrated from billing-v2.' }] })}\n`;
+
+export const UPLOADED: UploadReply = { received: 1, total_records: 1 };
+
+export const JOB: Job = {
+  id: EXAMPLE_JOB_ID, import_supplier: DEMO.supplier, operations_team_name: DEMO.team, dry_run: false, state: 'open',
+  not_before: null, not_after: null, created_at: '2025-03-04T10:20:00Z', started_at: null, finished_at: null,
+  counts: { total: 1, pending: 1, running: 0, succeeded: 0, skipped: 0, failed: 0, cancelled: 0 },
+  errors_by_code: [], records_per_minute: 0, eta_seconds: null,
+};
+
+export const RECORD_RESULT: RecordResult = {
+  line: 1, external_account_number: 'DEMO-0002', outcome: 'failed', step: 'account', created: null, service_account_number: null,
+  dry_run: false, errors: [{ code: 'invalid_phone_number', attr: 'account.customers.0.mobile', detail: 'Enter a valid phone number in international format with a leading +.' }],
+  finished_at: '2025-03-04T10:21:07Z',
+};
+
+export const JOB_NOT_FOUND = { detail: `No migration job "${EXAMPLE_JOB_ID}".`, code: 'not_found' };
+export const JOB_NOT_OPEN = {
+  detail: `Migration job "${EXAMPLE_JOB_ID}" is running: records can only be added while it is open.`, code: 'migration_job_not_open',
+};
+
+export const UPLOAD_CUT_OFF = {
+  detail: 'No data arrived for 60 s: the upload was cut off. The 5000 records received before are kept; the job holds 5000, send the lines after those.',
+  code: 'request_timeout', received: 5000, total_records: 5000,
+};
+export const UPLOAD_TOO_LARGE = {
+  detail: 'An upload is at most 1073741824 bytes; the records before the limit are kept.', code: 'payload_too_large',
+  received: 250000, total_records: 250000,
+};
+
+export const ACTION_REFUSED = {
+  start: { detail: `Migration job "${EXAMPLE_JOB_ID}" has no records: upload some before starting it.`, code: 'migration_job_empty' },
+  cancel: { detail: `Migration job "${EXAMPLE_JOB_ID}" is already completed.`, code: 'migration_job_finished' },
+  retry: { detail: `Migration job "${EXAMPLE_JOB_ID}" is running: only a completed or cancelled job can be retried.`, code: 'migration_job_not_finished' },
+};
