@@ -173,8 +173,8 @@ describe('the dashboard page', () => {
       assert.equal(await groups.count(), 2);
       const cells = await groups.evaluateAll((rows) => rows.map((row) => [...(row as any).cells].map((cell: any) => String(cell.innerText).trim())));
       assert.deepEqual(cells, [
-        ['account_failed_validation', 'customers.0.mobile', '2', [...mobile].sort().join(' ')],
-        ['account_failed_validation', 'billing_address.country', '1', country],
+        ['invalid_phone_number', 'customers.0.mobile', '2', [...mobile].sort().join(' ')],
+        ['invalid_country', 'billing_address.country', '1', country],
       ]);
       assert.equal(await page.locator('[data-testid=chart] canvas').count(), 1);
       const job = stats.jobs[0];
