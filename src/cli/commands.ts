@@ -1,10 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { AdminError } from '../modules/admin/admin-error.ts';
 import * as admin from '../modules/admin/admin.service.ts';
 import * as webhooks from '../modules/webhooks/webhooks.service.ts';
+import { table } from './table.ts';
 
-// The commands of D2, one entry each: what they take, what they do (a call into the admin
-// service) and how they read to a person. `--json` prints the object `run` returns, as D2 shows it.
+// import-admin's commands, one entry each: what they take, what they do (a call into the admin
+// services) and how they read to a person. `--json` prints the object `run` returns.
 export type Flags = Record<string, string | boolean | undefined>;
 
 export interface OptionSpec { type: 'string' | 'boolean'; value?: string; required?: boolean }
@@ -20,10 +22,7 @@ export interface Command {
   text(result: Record<string, unknown>): string;
 }
 
-/** A mistake in the command line itself (exit status 2). */
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+const usageError = (message: string) => new AdminError('invalid_argument', message);
 
 const STATUS = { type: 'string', value: admin.SUPPLIER_STATUSES.join('|') } as const;
 const SUPPLIER_FLAGS: Record<string, OptionSpec> = {
@@ -35,11 +34,11 @@ const SUPPLIER_FLAGS: Record<string, OptionSpec> = {
 
 function supplierOptions(flags: Flags): admin.SupplierOptions {
   if (flags['customer-emails'] && flags['no-customer-emails']) {
-    throw new UsageError('give --customer-emails or --no-customer-emails, not both');
+    throw usageError('give --customer-emails or --no-customer-emails, not both');
   }
   const status = flags.status as string | undefined;
   if (status !== undefined && !(admin.SUPPLIER_STATUSES as readonly string[]).includes(status)) {
-    throw new UsageError(`--status must be one of ${admin.SUPPLIER_STATUSES.join(', ')}, got "${status}"`);
+    throw usageError(`--status must be one of ${admin.SUPPLIER_STATUSES.join(', ')}, got "${status}"`);
   }
   return {
     status: status as admin.SupplierOptions['status'],
@@ -51,13 +50,36 @@ function supplierOptions(flags: Flags): admin.SupplierOptions {
 function timeoutOf(flags: Flags): number | undefined {
   const raw = flags['timeout-ms'] as string | undefined;
   if (raw === undefined) return undefined;
-  if (!/^\d{1,9}$/.test(raw)) throw new UsageError(`--timeout-ms must be a whole number of milliseconds, got "${raw}"`);
+  if (!/^\d{1,9}$/.test(raw)) throw usageError(`--timeout-ms must be a whole number of milliseconds, got "${raw}"`);
   return Number(raw);
 }
 
 const supplierText = (r: Record<string, unknown>) =>
   `Supplier ${String(r.code)} of organisation "${String(r.organisation)}": status ${String(r.status)}, `
   + `customer emails ${r.customer_emails ? 'on' : 'off'}, documents root "${String(r.documents_root)}".`;
+
+const VENDOR_FLAGS: Record<string, OptionSpec> = {
+  kind: { type: 'string', value: admin.VENDOR_KINDS.join('|') },
+  url: { type: 'string', value: 'BASE_URL' },
+  secret: { type: 'string', value: 'S' },
+  'timeout-ms': { type: 'string', value: 'N' },
+};
+
+function vendorOptions(flags: Flags): admin.VendorOptions {
+  if (flags.secret !== undefined && flags['no-secret']) throw usageError('give --secret or --no-secret, not both');
+  const options = {
+    kind: flags.kind as string | undefined,
+    url: flags.url as string | undefined,
+    secret: flags['no-secret'] ? null : flags.secret as string | undefined,
+    timeoutMs: timeoutOf(flags),
+  };
+  admin.checkVendorOptions(options);
+  return options;
+}
+
+const vendorText = (r: Record<string, unknown>) =>
+  `Payment vendor ${String(r.vendor)} (${String(r.kind)}, ${String(r.url)}): `
+  + `${r.secret_set ? 'secret set' : 'no secret'}, timeout ${String(r.timeout_ms)} ms, registered ${String(r.created_at)}.`;
 
 export const COMMANDS: Command[] = [
   {
@@ -71,6 +93,16 @@ export const COMMANDS: Command[] = [
     summary: 'create another API key for an organisation (shown once)',
     run: (db, [org]) => admin.createApiKey(db, org!),
     text: (r) => `New API key for "${String(r.organisation)}" (shown once, keep it secret): ${String(r.api_key)}`,
+  },
+  {
+    name: 'key list', args: ['ORG'], options: {},
+    summary: 'list an organisation\'s API keys: prefix, created, revoked (never a secret)',
+    run: (db, [org]) => admin.listApiKeys(db, org!),
+    text: (r) => {
+      const keys = r.api_keys as admin.ApiKeyView[];
+      if (keys.length === 0) return `Organisation "${String(r.organisation)}" has no API key.`;
+      return table(['PREFIX', 'CREATED', 'REVOKED'], keys.map((k) => [k.prefix, k.created_at, k.revoked_at ?? '-']));
+    },
   },
   {
     name: 'key revoke', args: ['KEY_PREFIX'], options: {},
@@ -87,6 +119,23 @@ export const COMMANDS: Command[] = [
     text: supplierText,
   },
   {
+    name: 'supplier list', args: [], options: { org: { type: 'string', value: 'ORG' } },
+    summary: 'list the import suppliers (of one organisation with --org)',
+    run: (db, _args, flags) => admin.listSuppliers(db, flags.org as string | undefined),
+    text: (r) => {
+      const suppliers = r.suppliers as admin.SupplierView[];
+      if (suppliers.length === 0) return 'No supplier.';
+      return table(['CODE', 'ORGANISATION', 'STATUS', 'CUSTOMER_EMAILS', 'DOCUMENTS_ROOT'],
+        suppliers.map((s) => [s.code, s.organisation, s.status, s.customer_emails ? 'on' : 'off', s.documents_root || '-']));
+    },
+  },
+  {
+    name: 'supplier show', args: ['CODE'], options: {},
+    summary: 'show an import supplier',
+    run: (db, [code]) => admin.showSupplier(db, code!),
+    text: supplierText,
+  },
+  {
     name: 'supplier set', args: ['CODE'], options: SUPPLIER_FLAGS,
     summary: 'change an import supplier; prints it after the change',
     check: supplierOptions,
@@ -100,6 +149,16 @@ export const COMMANDS: Command[] = [
     text: (r) => `Created operations team "${String(r.operations_team)}".`,
   },
   {
+    name: 'team list', args: [], options: {},
+    summary: 'list the operations teams',
+    run: (db) => admin.listTeams(db),
+    text: (r) => {
+      const teams = r.operations_teams as Array<{ name: string; created_at: string }>;
+      if (teams.length === 0) return 'No operations team.';
+      return table(['NAME', 'CREATED'], teams.map((t) => [t.name, t.created_at]));
+    },
+  },
+  {
     name: 'account skip', args: ['SUPPLIER', 'EXTERNAL_ACCOUNT_NUMBER'], options: {},
     summary: 'mark staged account data to be skipped (it will not be created)',
     run: (db, [supplier, external]) => admin.skipAccount(db, supplier!, external!),
@@ -108,19 +167,46 @@ export const COMMANDS: Command[] = [
   {
     name: 'vendor create', args: ['CODE'],
     options: {
-      kind: { type: 'string', value: admin.VENDOR_KINDS.join('|'), required: true },
-      url: { type: 'string', value: 'BASE_URL', required: true },
-      secret: { type: 'string', value: 'S' },
-      'timeout-ms': { type: 'string', value: 'N' },
+      ...VENDOR_FLAGS,
+      kind: { ...VENDOR_FLAGS.kind!, required: true },
+      url: { ...VENDOR_FLAGS.url!, required: true },
     },
-    summary: 'register a payment vendor (D9)',
-    check: timeoutOf,
-    run: (db, [code], flags) => admin.createVendor(db, code!, {
-      kind: flags.kind as string, url: flags.url as string, secret: flags.secret as string | undefined, timeoutMs: timeoutOf(flags),
-    }),
+    summary: 'register a payment vendor that payment instructions are checked with',
+    check: vendorOptions,
+    run: (db, [code], flags) => admin.createVendor(db, code!, { ...vendorOptions(flags), kind: flags.kind as string, url: flags.url as string }),
     text: (r) => `Registered payment vendor ${String(r.vendor)} (${String(r.kind)}, ${String(r.url)}).`,
   },
-  // Webhooks (D13). A bad --url or --events is a command-line mistake (status 2), found before the store opens.
+  {
+    name: 'vendor list', args: [], options: {},
+    summary: 'list the payment vendors (whether a secret is set, never the secret)',
+    run: (db) => admin.listVendors(db),
+    text: (r) => {
+      const vendors = r.vendors as admin.VendorView[];
+      if (vendors.length === 0) return 'No payment vendor.';
+      return table(['CODE', 'KIND', 'URL', 'SECRET', 'TIMEOUT_MS'],
+        vendors.map((v) => [v.vendor, v.kind, v.url, v.secret_set ? 'set' : 'none', String(v.timeout_ms)]));
+    },
+  },
+  {
+    name: 'vendor show', args: ['CODE'], options: {},
+    summary: 'show a payment vendor (whether a secret is set, never the secret)',
+    run: (db, [code]) => admin.showVendor(db, code!),
+    text: vendorText,
+  },
+  {
+    name: 'vendor set', args: ['CODE'], options: { ...VENDOR_FLAGS, 'no-secret': { type: 'boolean' } },
+    summary: 'change a payment vendor (only what is given; the next payment instruction uses it); prints it after the change',
+    check: vendorOptions,
+    run: (db, [code], flags) => admin.setVendor(db, code!, vendorOptions(flags)),
+    text: vendorText,
+  },
+  {
+    name: 'vendor delete', args: ['CODE'], options: {},
+    summary: 'delete a payment vendor that no payment instruction names',
+    run: (db, [code]) => admin.deleteVendor(db, code!),
+    text: (r) => `Deleted payment vendor ${String(r.deleted)}.`,
+  },
+  // A bad --url or --events is a command-line mistake (status 2), found before the store opens.
   {
     name: 'webhook create', args: ['ORG'],
     options: { url: { type: 'string', value: 'URL', required: true }, events: { type: 'string', value: 'TYPE,…' } },
@@ -177,11 +263,13 @@ export const COMMANDS: Command[] = [
 ];
 
 export function synopsis(command: Command): string {
+  // `--x` and `--no-x` are one choice: shown once, as `--x …|--no-x`.
+  const names = Object.keys(command.options);
   const options = Object.entries(command.options)
-    .filter(([name]) => name !== 'no-customer-emails')
+    .filter(([name]) => !(name.startsWith('no-') && names.includes(name.slice(3))))
     .map(([name, spec]) => {
-      const text = name === 'customer-emails' ? '--customer-emails|--no-customer-emails'
-        : spec.type === 'string' ? `--${name} ${spec.value ?? 'VALUE'}` : `--${name}`;
+      const plain = spec.type === 'string' ? `--${name} ${spec.value ?? 'VALUE'}` : `--${name}`;
+      const text = names.includes(`no-${name}`) ? `${plain}|--no-${name}` : plain;
       return spec.required ? text : `[${text}]`;
     });
   return [command.name, ...command.args, ...options, '[--json]'].join(' ');

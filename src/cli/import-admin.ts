@@ -3,45 +3,79 @@ import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { acquireDataDirLock, DataDirLockedError } from '../db/data-dir-lock.ts';
 import { migrate } from '../db/migrate.ts';
 import { openStore } from '../db/store.ts';
-import { AdminError } from '../modules/admin/admin.service.ts';
-import { COMMANDS, synopsis, UsageError, type Command, type Flags } from './commands.ts';
+import { AdminError, type AdminErrorCode } from '../modules/admin/admin-error.ts';
+import { COMMANDS, synopsis, type Command, type Flags } from './commands.ts';
 
-// import-admin (D2): parses the command line, opens the same store as the server (DATABASE_URL, or
-// the embedded one in DATA_DIR, which it locks like the server does), runs one admin service call
-// and prints the result: a sentence, or with --json exactly one JSON object. Any failure is one
-// line on stderr and a non-zero status: 1 when the operation failed, 2 when the command line is wrong.
+// import-admin: parses the command line, opens the same store as the server (DATABASE_URL, or the
+// embedded one in DATA_DIR, which it locks like the server does), runs one admin service call and
+// prints the result: a sentence or a table, or with --json exactly one JSON object. Every failure is
+// an AdminError, printed in one place (`report`) with the exit status its code decides.
 export interface CliIo {
   env: Record<string, string | undefined>;
   out(text: string): void;
   err(text: string): void;
 }
 
-export const EXIT_OK = 0;
-export const EXIT_FAILED = 1;
-export const EXIT_USAGE = 2;
+const EXIT_OK = 0;
+const EXIT_REFUSED = 1;
+const EXIT_USAGE = 2;
 
 const COMMON_OPTIONS = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
 const COMMON_FLAGS = new Set(['--json', '--help', '-h']);
 
 export async function runImportAdmin(argv: string[], io: CliIo): Promise<number> {
   const json = argv.includes('--json');
-  const fail = (status: number, reason: string): number => {
-    io.err(`import-admin: ${reason.replace(/\s*\n\s*/g, '; ')}\n`);
-    return status;
-  };
+  try {
+    const result = await execute(argv, io.env);
+    io.out(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+    return EXIT_OK;
+  } catch (error) {
+    return report(error, json, io);
+  }
+}
 
+/** The one place a failure is printed: `{"error": {"code", "message"}}` on stdout with --json, else one line on stderr. */
+function report(error: unknown, json: boolean, io: CliIo): number {
+  const failure = error instanceof AdminError ? error : new AdminError('internal_error', `unexpected failure: ${messageOf(error)}`);
+  const message = failure.message.replace(/\s*\n\s*/g, '; ');
+  if (json) io.out(`${JSON.stringify({ error: { code: failure.code, message } })}\n`);
+  else io.err(`import-admin: ${message}\n`);
+  return exitStatusFor(failure.code);
+}
+
+/** 2: the command line (or the configuration) is wrong and nothing was tried; 1: the operation was refused or failed. */
+function exitStatusFor(code: AdminErrorCode): number {
+  switch (code) {
+    case 'unknown_command':
+    case 'missing_argument':
+    case 'unexpected_argument':
+    case 'invalid_argument':
+    case 'invalid_configuration':
+      return EXIT_USAGE;
+    case 'not_found':
+    case 'already_exists':
+    case 'conflict':
+    case 'store_in_use':
+    case 'store_unavailable':
+    case 'internal_error':
+      return EXIT_REFUSED;
+  }
+}
+
+async function execute(argv: string[], env: CliIo['env']): Promise<{ json: unknown; text: string }> {
   // The command is the first two words, `supplier create …`; --json and --help may come before them.
   const leading = argv.findIndex((a) => !COMMON_FLAGS.has(a));
   const start = leading < 0 ? argv.length : leading;
   const command = COMMANDS.find((c) => argv.slice(start, start + 2).join(' ') === c.name);
   if (argv.includes('--help') || argv.includes('-h') || argv[start] === 'help') {
     const text = command ? commandUsage(command) : usage();
-    io.out(json ? `${JSON.stringify({ usage: text })}\n` : text);
-    return EXIT_OK;
+    return { json: { usage: text }, text: text.replace(/\n$/, '') };
   }
   if (!command) {
     const given = argv.slice(start, start + 2).filter((a) => !a.startsWith('-')).join(' ');
-    return fail(EXIT_USAGE, given ? `unknown command "${given}"; run import-admin --help` : 'no command given; run import-admin --help');
+    throw given
+      ? new AdminError('unknown_command', `unknown command "${given}"; run import-admin --help`)
+      : new AdminError('missing_argument', 'no command given; run import-admin --help');
   }
 
   let args: string[];
@@ -50,24 +84,25 @@ export async function runImportAdmin(argv: string[], io: CliIo): Promise<number>
     ({ args, flags } = parseCommandLine(command, [...argv.slice(0, start), ...argv.slice(start + 2)]));
     command.check?.(flags);
   } catch (error) {
-    return fail(EXIT_USAGE, `${(error as Error).message}; usage: import-admin ${synopsis(command)}`);
+    if (!(error instanceof AdminError)) throw error;
+    throw new AdminError(error.code, `${error.message}; usage: import-admin ${synopsis(command)}`);
   }
 
   let config: Config;
   try {
-    config = loadConfig(io.env);
+    config = loadConfig(env);
   } catch (error) {
-    if (error instanceof ConfigError) return fail(EXIT_FAILED, `invalid configuration: ${error.problems.join('; ')}`);
+    if (error instanceof ConfigError) throw new AdminError('invalid_configuration', `invalid configuration: ${error.problems.join('; ')}`);
     throw error;
   }
 
   try {
     const result = await withStore(config, (db) => command.run(db, args, flags));
-    io.out(json ? `${JSON.stringify(result)}\n` : `${command.text(result as Record<string, unknown>)}\n`);
-    return EXIT_OK;
+    return { json: result, text: command.text(result as Record<string, unknown>) };
   } catch (error) {
-    if (error instanceof AdminError || error instanceof DataDirLockedError) return fail(EXIT_FAILED, error.message);
-    return fail(EXIT_FAILED, describeUnexpected(error, config));
+    if (error instanceof AdminError) throw error;
+    if (error instanceof DataDirLockedError) throw new AdminError('store_in_use', error.message);
+    throw describeUnexpected(error, config);
   }
 }
 
@@ -78,16 +113,13 @@ function parseCommandLine(command: Command, rest: string[]): { args: string[]; f
     parsed = parseArgs({ args: rest, options: { ...options, ...COMMON_OPTIONS }, allowPositionals: true, strict: true });
   } catch (error) {
     // parseArgs explains itself well, over several sentences; the first is the reason.
-    throw new UsageError((error as Error).message.split('. ')[0]!.replace(/\.$/, ''));
+    throw new AdminError('invalid_argument', messageOf(error).split('. ')[0]!.replace(/\.$/, ''));
   }
   const args = parsed.positionals;
-  if (args.length !== command.args.length) {
-    throw new UsageError(args.length < command.args.length
-      ? `missing ${command.args.slice(args.length).join(' ')}`
-      : `unexpected argument "${args[command.args.length]}"`);
-  }
+  if (args.length < command.args.length) throw new AdminError('missing_argument', `missing ${command.args.slice(args.length).join(' ')}`);
+  if (args.length > command.args.length) throw new AdminError('unexpected_argument', `unexpected argument "${args[command.args.length]}"`);
   for (const [name, spec] of Object.entries(command.options)) {
-    if (spec.required && (parsed.values as Flags)[name] === undefined) throw new UsageError(`--${name} is required`);
+    if (spec.required && (parsed.values as Flags)[name] === undefined) throw new AdminError('missing_argument', `--${name} is required`);
   }
   return { args, flags: parsed.values as Flags };
 }
@@ -108,32 +140,38 @@ async function withStore<T>(config: Config, work: (db: Awaited<ReturnType<typeof
   }
 }
 
-function describeUnexpected(error: unknown, config: Config): string {
+function describeUnexpected(error: unknown, config: Config): AdminError {
   const code = (error as { code?: unknown }).code;
   if (config.databaseUrl && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '3D000' || code === '28P01')) {
-    return `cannot use the database at DATABASE_URL: ${(error as Error).message}`;
+    return new AdminError('store_unavailable', `cannot use the database at DATABASE_URL: ${messageOf(error)}`);
   }
-  return `unexpected failure: ${error instanceof Error ? error.message : String(error)}`;
+  return new AdminError('internal_error', `unexpected failure: ${messageOf(error)}`);
 }
 
-export function usage(): string {
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => [c.name, ...c.args].join(' ').length)) + 2;
   return [
-    'import-admin: configure the account migration import service (D2).',
+    'import-admin: set up and inspect the account migration import service: organisations and their API keys,',
+    'import suppliers, operations teams, payment vendors and webhooks.',
     '',
     'Usage: npx import-admin <command> [options] [--json]',
     '',
     'Commands:',
     ...COMMANDS.map((c) => `  ${[c.name, ...c.args].join(' ').padEnd(width)}${c.summary}`),
     '',
-    'Flags:',
+    'Options:',
     ...COMMANDS.filter((c) => Object.keys(c.options).length > 0).map((c) => `  import-admin ${synopsis(c)}`),
-    '  --json       print exactly one JSON object on stdout',
+    '  --json       print exactly one JSON object on stdout, also for a failure: {"error": {"code": "...", "message": "..."}}',
     '  --help, -h   show this help (with a command: that command\'s usage)',
     '',
     'Store: DATABASE_URL (PostgreSQL), or the embedded store in DATA_DIR (default ./data), as the server uses.',
     'The embedded store serves one process at a time: stop the server first, or use PostgreSQL.',
-    'Exit status: 0 done; 1 the operation failed; 2 the command line is wrong. The reason is one line on stderr.',
+    '',
+    'Exit status: 0 done; 1 refused or failed (not found, already exists, conflict, store unavailable);',
+    '2 the command line or the configuration is wrong (nothing was tried).',
+    'A failure is one line on stderr, or with --json the error object on stdout.',
     '',
   ].join('\n');
 }

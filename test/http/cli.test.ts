@@ -18,7 +18,8 @@ import { unique } from '../support/test-app.ts';
 
 // The operator CLI (D2), spawned as operators run it (node bin/import-admin.js …), on the store of
 // this pass: a temporary embedded DATA_DIR, or the PostgreSQL of DATABASE_URL. With --json every
-// success prints exactly one JSON object; every failure prints one line on stderr and nothing on stdout.
+// success prints exactly one JSON object, and every failure `{"error": {"code", "message"}}` on stdout
+// and nothing on stderr; without --json a failure is one line on stderr and nothing on stdout.
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const onPostgres = Boolean(process.env.DATABASE_URL);
 const dataDir = mkdtempSync(join(tmpdir(), 'import-admin-'));
@@ -45,13 +46,19 @@ async function json(...args: string[]): Promise<Record<string, unknown>> {
   return value;
 }
 
-/** Asserts a failure: the exit status, nothing on stdout, one line on stderr matching `reason`. */
-async function fails(args: string[], status: number, reason: RegExp, extraEnv: Record<string, string> = {}): Promise<void> {
+/**
+ * Asserts a failure under --json: the exit status, the error object alone on stdout (its message
+ * matching `reason`), nothing on stderr.
+ */
+async function fails(args: string[], status: number, code: string, reason: RegExp, extraEnv: Record<string, string> = {}): Promise<void> {
   const run = await cli([...args, '--json'], extraEnv);
   assert.equal(run.status, status, `${args.join(' ')}: ${run.stdout}${run.stderr}`);
-  assert.equal(run.stdout, '');
-  assert.match(run.stderr, /^import-admin: [^\n]+\n$/, 'one line on stderr');
-  assert.match(run.stderr, reason);
+  assert.equal(run.stderr, '');
+  assert.match(run.stdout, /^\{"error":\{"code":"[a-z_]+","message":"[^\n]+"\}\}\n$/, 'one error object on one line');
+  const { error } = JSON.parse(run.stdout);
+  assert.deepEqual(Object.keys(error), ['code', 'message']);
+  assert.equal(error.code, code);
+  assert.match(error.message, reason);
 }
 
 /** The store the CLI wrote to, opened between CLI runs (the embedded one serves one process at a time). */
@@ -87,7 +94,7 @@ describe('import-admin commands with --json', () => {
     assert.deepEqual(Object.keys(created), ['organisation', 'api_key']);
     assert.equal(created.organisation, org);
     assert.match(String(created.api_key), API_KEY);
-    await fails(['org', 'create', org], 1, /organisation ".*" already exists/);
+    await fails(['org', 'create', org], 1, 'already_exists', /^organisation ".*" already exists$/);
     made.key = String(created.api_key);
   });
 
@@ -106,7 +113,7 @@ describe('import-admin commands with --json', () => {
     assert.match(key, API_KEY);
     const prefix = key.split('.')[0]!;
     assert.deepEqual(await json('key', 'revoke', prefix), { revoked: prefix });
-    await fails(['key', 'revoke', prefix], 1, /already revoked/);
+    await fails(['key', 'revoke', prefix], 1, 'conflict', new RegExp(`^key ${prefix} is already revoked$`));
     made.revokedKey = key;
   });
 
@@ -141,7 +148,7 @@ describe('import-admin commands with --json', () => {
     assert.deepEqual(await json('account', 'skip', staged.supplier, staged.external), {
       import_supplier: staged.supplier, external_account_number: staged.external, skipped: true,
     });
-    await fails(['account', 'skip', staged.supplier, unique('EXT')], 1, /no staged data/);
+    await fails(['account', 'skip', staged.supplier, unique('EXT')], 1, 'not_found', /^no staged data for account/);
   });
 
   test('vendor create: kind, url, secret and timeout', async () => {
@@ -174,39 +181,53 @@ describe('import-admin command-line mistakes (exit 2, before the store is opened
     const status = await runImportAdmin(args, { env, out: (text) => { stdout += text; }, err: (text) => { stderr += text; } });
     return { status, stdout, stderr };
   };
-  const cases: Array<[string[], RegExp]> = [
-    [[], /no command given/],
-    [['org', 'delete', 'x'], /unknown command "org delete"/],
-    [['--json', 'org'], /unknown command "org"/],
-    [['org', 'create'], /missing NAME/],
-    [['team', 'create', 'a', 'b'], /unexpected argument "b"/],
-    [['supplier', 'create', 'S', '--org', 'o', '--colour', 'red'], /Unknown option '--colour'/],
-    [['supplier', 'create', 'S'], /--org is required/],
-    [['supplier', 'create', 'S', '--org', 'o', '--status', 'open'], /--status must be one of ongoing, paused, complete/],
-    [['supplier', 'set', 'S', '--customer-emails', '--no-customer-emails'], /not both/],
-    [['vendor', 'create', 'V', '--kind', 'http'], /--url is required/],
-    [['vendor', 'create', 'V', '--kind', 'http', '--url', 'http://x', '--timeout-ms', 'soon'], /--timeout-ms must be a whole number/],
+  const cases: Array<[string[], string, string]> = [
+    [[], 'missing_argument', 'no command given; run import-admin --help'],
+    [['org', 'delete', 'x'], 'unknown_command', 'unknown command "org delete"; run import-admin --help'],
+    [['--json', 'org'], 'unknown_command', 'unknown command "org"; run import-admin --help'],
+    [['org', 'create'], 'missing_argument', 'missing NAME; usage: import-admin org create NAME [--json]'],
+    [['team', 'create', 'a', 'b'], 'unexpected_argument', 'unexpected argument "b"; usage: import-admin team create NAME [--json]'],
+    [['supplier', 'create', 'S', '--org', 'o', '--colour', 'red'], 'invalid_argument',
+      'Unknown option \'--colour\'; usage: import-admin supplier create CODE --org ORG [--status ongoing|paused|complete] [--customer-emails|--no-customer-emails] [--documents-root ROOT] [--json]'],
+    [['supplier', 'create', 'S'], 'missing_argument',
+      '--org is required; usage: import-admin supplier create CODE --org ORG [--status ongoing|paused|complete] [--customer-emails|--no-customer-emails] [--documents-root ROOT] [--json]'],
+    [['supplier', 'create', 'S', '--org', 'o', '--status', 'open'], 'invalid_argument',
+      '--status must be one of ongoing, paused, complete, got "open"; usage: import-admin supplier create CODE --org ORG [--status ongoing|paused|complete] [--customer-emails|--no-customer-emails] [--documents-root ROOT] [--json]'],
+    [['supplier', 'set', 'S', '--customer-emails', '--no-customer-emails'], 'invalid_argument',
+      'give --customer-emails or --no-customer-emails, not both; usage: import-admin supplier set CODE [--status ongoing|paused|complete] [--customer-emails|--no-customer-emails] [--documents-root ROOT] [--json]'],
+    [['vendor', 'create', 'V', '--kind', 'http'], 'missing_argument',
+      '--url is required; usage: import-admin vendor create CODE --kind http|stripe --url BASE_URL [--secret S] [--timeout-ms N] [--json]'],
+    [['vendor', 'create', 'V', '--kind', 'http', '--url', 'http://x', '--timeout-ms', 'soon'], 'invalid_argument',
+      '--timeout-ms must be a whole number of milliseconds, got "soon"; usage: import-admin vendor create CODE --kind http|stripe --url BASE_URL [--secret S] [--timeout-ms N] [--json]'],
   ];
-  for (const [args, reason] of cases) {
+  for (const [args, code, message] of cases) {
     test(args.join(' ') || '(nothing)', async () => {
-      const run = await runInProcess([...args, '--json']);
-      assert.equal(run.status, 2);
-      assert.equal(run.stdout, '');
-      assert.match(run.stderr, /^import-admin: [^\n]+\n$/);
-      assert.match(run.stderr, reason);
+      assert.deepEqual(await runInProcess([...args, '--json']), {
+        status: 2, stdout: `${JSON.stringify({ error: { code, message } })}\n`, stderr: '',
+      });
+      assert.deepEqual(await runInProcess(args.filter((a) => a !== '--json')), { status: 2, stdout: '', stderr: `import-admin: ${message}\n` });
     });
   }
 
-  test('the bin exits 2 with the reason on stderr', () => fails(['team', 'create'], 2, /missing NAME; usage: import-admin team create NAME/));
+  test('the bin exits 2: the reason on stderr, or with --json the error object on stdout', async () => {
+    assert.deepEqual(await cli(['team', 'create']), { status: 2, stdout: '', stderr: 'import-admin: missing NAME; usage: import-admin team create NAME [--json]\n' });
+    await fails(['team', 'create'], 2, 'missing_argument', /^missing NAME; usage: import-admin team create NAME \[--json\]$/);
+  });
 
-  test('--help lists every command of D2 and exits 0; --json wraps it', async () => {
+  test('--help lists every command and exits 0; --json wraps it', async () => {
     const run = await cli(['--help']);
     assert.equal(run.status, 0);
     for (const command of ['org create NAME', 'key create ORG', 'key revoke KEY_PREFIX', 'supplier create CODE', 'supplier set CODE',
       'team create NAME', 'account skip SUPPLIER EXTERNAL_ACCOUNT_NUMBER', 'vendor create CODE', '--customer-emails|--no-customer-emails',
-      '--documents-root ROOT', '--kind http', '--url BASE_URL', '--secret S', '--timeout-ms N', '--json']) {
+      '--documents-root ROOT', '--kind http', '--url BASE_URL', '--secret S', '--timeout-ms N', '--json',
+      'key list ORG', 'supplier list', 'supplier show CODE', 'team list', 'vendor list', 'vendor show CODE', 'vendor set CODE',
+      'vendor delete CODE', '[--secret S|--no-secret]']) {
       assert.ok(run.stdout.includes(command), command);
     }
+    // Every command has its line with a description, and the text cites no internal document.
+    const listed = run.stdout.split('\n').filter((line) => /^ {2}[a-z]+ [a-z]+\b.* {2,}\S/.test(line));
+    assert.equal(listed.length, 22);
+    assert.doesNotMatch(run.stdout, /\bD\d+\b|\bspec\b|\.ts\b/);
     const wrapped = await runInProcess(['supplier', 'create', '--help', '--json']);
     assert.equal(wrapped.status, 0);
     assert.match(JSON.parse(wrapped.stdout).usage, /^Usage: import-admin supplier create CODE --org ORG/);
@@ -225,7 +246,7 @@ describe('import-admin and the embedded store lock', () => {
       assert.equal(run.status, 0, run.stderr);
       assert.deepEqual(JSON.parse(run.stdout), { operations_team: team });
     } else {
-      await fails(['team', 'create', unique('team')], 1,
+      await fails(['team', 'create', unique('team')], 1, 'store_in_use',
         new RegExp(`in use by a running server \\(pid ${process.pid}\\); stop the server first, or use PostgreSQL \\(DATABASE_URL\\)`),
         { DATA_DIR: lockedDir });
       assert.ok(existsSync(join(lockedDir, 'server.pid')), 'a live holder\'s file is left alone');

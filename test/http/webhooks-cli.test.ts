@@ -12,8 +12,8 @@ import { unique } from '../support/test-app.ts';
 // import-admin webhook … (D13) on the store of this pass (a temporary embedded DATA_DIR, or
 // DATABASE_URL). Run in-process through runImportAdmin, the function bin/import-admin.js calls
 // (cli.test.ts covers the spawned binary; a spawn per command costs seconds on a busy machine).
-// Like the other commands: --json prints one JSON object; a failure prints one line on stderr,
-// status 1 (the operation failed) or 2 (the command line).
+// Like the other commands: --json prints one JSON object, a failure too (`{"error": {"code", "message"}}`,
+// nothing on stderr), with status 1 (the operation was refused) or 2 (the command line).
 const dataDir = mkdtempSync(join(tmpdir(), 'webhooks-cli-'));
 after(() => rmSync(dataDir, { recursive: true, force: true }));
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? '', DATA_DIR: dataDir, DEMO_SEED: 'false' };
@@ -35,9 +35,9 @@ async function json(...args: string[]): Promise<any> {
   return JSON.parse(run.stdout);
 }
 
-async function fails(args: string[], status: number, stderr: string): Promise<void> {
+async function fails(args: string[], status: number, code: string, message: string): Promise<void> {
   const run = await cli([...args, '--json']);
-  assert.deepEqual(run, { status, stdout: '', stderr });
+  assert.deepEqual(run, { status, stdout: `${JSON.stringify({ error: { code, message } })}\n`, stderr: '' });
 }
 
 const org = unique('org');
@@ -80,8 +80,8 @@ describe('import-admin webhook commands', () => {
     assert.deepEqual(await json('webhook', 'deliveries', all.webhook), { webhook: all.webhook, deliveries: [] });
     assert.deepEqual(await json('webhook', 'delete', all.webhook), { deleted: all.webhook });
     assert.deepEqual((await json('webhook', 'list', org)).webhooks.map((w: any) => w.webhook), [some.webhook]);
-    await fails(['webhook', 'delete', all.webhook], 1, `import-admin: no webhook "${all.webhook}"\n`);
-    await fails(['webhook', 'deliveries', all.webhook], 1, `import-admin: no webhook "${all.webhook}"\n`);
+    await fails(['webhook', 'delete', all.webhook], 1, 'not_found', `no webhook "${all.webhook}"`);
+    await fails(['webhook', 'deliveries', all.webhook], 1, 'not_found', `no webhook "${all.webhook}"`);
   });
 
   test('disable and enable: the reason is kept while disabled and cleared by enable; both are idempotent', async () => {
@@ -118,12 +118,12 @@ describe('import-admin webhook commands', () => {
       stdout: `Webhook ${hook.webhook} is disabled (maintenance); no event is sent to it until it is enabled again.\n`,
     });
 
-    await fails(['webhook', 'enable', 'wh_0000000000000000'], 1, 'import-admin: no webhook "wh_0000000000000000"\n');
-    await fails(['webhook', 'disable', 'wh_0000000000000000'], 1, 'import-admin: no webhook "wh_0000000000000000"\n');
+    await fails(['webhook', 'enable', 'wh_0000000000000000'], 1, 'not_found', 'no webhook "wh_0000000000000000"');
+    await fails(['webhook', 'disable', 'wh_0000000000000000'], 1, 'not_found', 'no webhook "wh_0000000000000000"');
     const usage = 'usage: import-admin webhook disable ID [--reason TEXT] [--json]';
-    await fails(['webhook', 'disable', hook.webhook, '--reason', ' '], 2, `import-admin: --reason must not be empty; ${usage}\n`);
-    await fails(['webhook', 'disable', hook.webhook, '--reason', 'x'.repeat(501)], 2, `import-admin: --reason is longer than 500 characters; ${usage}\n`);
-    await fails(['webhook', 'enable'], 2, 'import-admin: missing ID; usage: import-admin webhook enable ID [--json]\n');
+    await fails(['webhook', 'disable', hook.webhook, '--reason', ' '], 2, 'invalid_argument', `--reason must not be empty; ${usage}`);
+    await fails(['webhook', 'disable', hook.webhook, '--reason', 'x'.repeat(501)], 2, 'invalid_argument', `--reason is longer than 500 characters; ${usage}`);
+    await fails(['webhook', 'enable'], 2, 'missing_argument', 'missing ID; usage: import-admin webhook enable ID [--json]');
   });
 
   test('without --json: sentences, the secret on its own line', async () => {
@@ -137,15 +137,15 @@ describe('import-admin webhook commands', () => {
 
   test('refusals: bad URL, bad event type, missing --url (status 2); unknown organisation (status 1)', async () => {
     const usage = 'usage: import-admin webhook create ORG --url URL [--events TYPE,…] [--json]';
-    await fails(['webhook', 'create', org, '--url', 'ftp://files.example.com/'], 2,
-      `import-admin: --url must be an http or https URL, got "ftp://files.example.com/"; ${usage}\n`);
-    await fails(['webhook', 'create', org, '--url', 'not a url'], 2,
-      `import-admin: --url must be an absolute http or https URL, got "not a url"; ${usage}\n`);
-    await fails(['webhook', 'create', org, '--url', 'https://x.example.com/', '--events', 'import_process.staged,account.deleted'], 2,
-      `import-admin: unknown event type "account.deleted"; the types are import_process.staged, import_process.completed, import_process.failed, import_process.dry_run_completed, import_process.dry_run_failed, post_import.completed, migration_job.completed, migration_job.cancelled; ${usage}\n`);
-    await fails(['webhook', 'create', org], 2, `import-admin: --url is required; ${usage}\n`);
-    await fails(['webhook', 'create', 'no-such-org', '--url', 'https://x.example.com/'], 1, 'import-admin: no organisation named "no-such-org"\n');
-    await fails(['webhook', 'list', 'no-such-org'], 1, 'import-admin: no organisation named "no-such-org"\n');
+    await fails(['webhook', 'create', org, '--url', 'ftp://files.example.com/'], 2, 'invalid_argument',
+      `--url must be an http or https URL, got "ftp://files.example.com/"; ${usage}`);
+    await fails(['webhook', 'create', org, '--url', 'not a url'], 2, 'invalid_argument',
+      `--url must be an absolute http or https URL, got "not a url"; ${usage}`);
+    await fails(['webhook', 'create', org, '--url', 'https://x.example.com/', '--events', 'import_process.staged,account.deleted'], 2, 'invalid_argument',
+      `unknown event type "account.deleted"; the types are import_process.staged, import_process.completed, import_process.failed, import_process.dry_run_completed, import_process.dry_run_failed, post_import.completed, migration_job.completed, migration_job.cancelled; ${usage}`);
+    await fails(['webhook', 'create', org], 2, 'missing_argument', `--url is required; ${usage}`);
+    await fails(['webhook', 'create', 'no-such-org', '--url', 'https://x.example.com/'], 1, 'not_found', 'no organisation named "no-such-org"');
+    await fails(['webhook', 'list', 'no-such-org'], 1, 'not_found', 'no organisation named "no-such-org"');
   });
 
   test('--help lists the webhook commands', async () => {

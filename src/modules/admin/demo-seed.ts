@@ -3,7 +3,8 @@ import { closeSync, fchmodSync, mkdirSync, openSync, readFileSync, writeSync } f
 import { resolve } from 'node:path';
 import type { Database } from '../../db/schema.ts';
 import { countOrganisations, findApiKeyByPrefix, findOrganisationByName, findTeamByName } from './admin.repository.ts';
-import { AdminError, createOrganisation, createSupplier, createTeam } from './admin.service.ts';
+import { AdminError } from './admin-error.ts';
+import { createOrganisation, createSupplier, createTeam } from './admin.service.ts';
 
 // A fresh store with no organisation at all gets something to try the API with at once (D2): an
 // organisation, an ongoing supplier and a team. The key is returned to be printed, once.

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { findOrganisationByName } from '../admin/admin.repository.ts';
-import { AdminError } from '../admin/admin.service.ts';
+import { AdminError } from '../admin/admin-error.ts';
 import { EVENT_TYPES, type EventType } from '../events/event-types.ts';
+import { forgetEndpointLookups } from './webhook-fanout.ts';
 import * as repo from './webhooks.repository.ts';
 
 // The operator side of webhooks (D13), called by import-admin: create, list, enable, disable, delete,
@@ -38,13 +39,13 @@ export function checkWebhookUrl(url: string): string {
   try {
     parsed = new URL(url);
   } catch {
-    throw new AdminError(`--url must be an absolute http or https URL, got "${url}"`);
+    throw new AdminError('invalid_argument', `--url must be an absolute http or https URL, got "${url}"`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new AdminError(`--url must be an http or https URL, got "${url}"`);
+    throw new AdminError('invalid_argument', `--url must be an http or https URL, got "${url}"`);
   }
-  if (parsed.username || parsed.password) throw new AdminError('--url must not carry credentials');
-  if (url.length > 2000) throw new AdminError('--url is longer than 2000 characters');
+  if (parsed.username || parsed.password) throw new AdminError('invalid_argument', '--url must not carry credentials');
+  if (url.length > 2000) throw new AdminError('invalid_argument', '--url is longer than 2000 characters');
   return parsed.toString();
 }
 
@@ -52,10 +53,10 @@ export function checkWebhookUrl(url: string): string {
 export function parseEventTypes(list: string | undefined): EventType[] | null {
   if (list === undefined) return null;
   const types = [...new Set(list.split(',').map((t) => t.trim()).filter((t) => t !== ''))];
-  if (types.length === 0) throw new AdminError('--events must name at least one event type');
+  if (types.length === 0) throw new AdminError('invalid_argument', '--events must name at least one event type');
   const unknown = types.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t));
   if (unknown.length > 0) {
-    throw new AdminError(`unknown event type "${unknown[0]}"; the types are ${EVENT_TYPES.join(', ')}`);
+    throw new AdminError('invalid_argument', `unknown event type "${unknown[0]}"; the types are ${EVENT_TYPES.join(', ')}`);
   }
   return types as EventType[];
 }
@@ -70,22 +71,23 @@ export async function createWebhook(db: Db, organisation: string, url: string, e
   const checkedUrl = checkWebhookUrl(url);
   const types = parseEventTypes(events);
   const org = await findOrganisationByName(db, organisation);
-  if (!org) throw new AdminError(`no organisation named "${organisation}"`);
+  if (!org) throw new AdminError('not_found', `no organisation named "${organisation}"`);
   const row = await repo.insertEndpoint(db, {
     id: `wh_${randomBytes(8).toString('hex')}`, organisation_id: org.id, url: checkedUrl, event_types: types, secret: generateSecret(),
   });
+  forgetEndpointLookups();
   return { webhook: row.id, url: row.url, events: types, secret: row.secret };
 }
 
 export async function listWebhooks(db: Db, organisation: string): Promise<{ organisation: string; webhooks: WebhookView[] }> {
   const org = await findOrganisationByName(db, organisation);
-  if (!org) throw new AdminError(`no organisation named "${organisation}"`);
+  if (!org) throw new AdminError('not_found', `no organisation named "${organisation}"`);
   const rows = await repo.endpointsOf(db, org.id);
   return { organisation: org.name, webhooks: rows.map(toView) };
 }
 
 export async function deleteWebhook(db: Db, id: string): Promise<{ deleted: string }> {
-  if (!(await repo.deleteEndpoint(db, id))) throw new AdminError(`no webhook "${id}"`);
+  if (!(await repo.deleteEndpoint(db, id))) throw new AdminError('not_found', `no webhook "${id}"`);
   return { deleted: id };
 }
 
@@ -94,8 +96,8 @@ export const REASON_MAX_LENGTH = 500;
 
 export function checkDisableReason(reason: string | undefined): void {
   if (reason === undefined) return;
-  if (reason.trim() === '') throw new AdminError('--reason must not be empty');
-  if (reason.length > REASON_MAX_LENGTH) throw new AdminError(`--reason is longer than ${REASON_MAX_LENGTH} characters`);
+  if (reason.trim() === '') throw new AdminError('invalid_argument', '--reason must not be empty');
+  if (reason.length > REASON_MAX_LENGTH) throw new AdminError('invalid_argument', `--reason is longer than ${REASON_MAX_LENGTH} characters`);
 }
 
 /**
@@ -105,7 +107,8 @@ export function checkDisableReason(reason: string | undefined): void {
  */
 export async function enableWebhook(db: Db, id: string): Promise<WebhookView> {
   const row = (await repo.enableEndpoint(db, id)) ?? (await repo.findEndpoint(db, id));
-  if (!row) throw new AdminError(`no webhook "${id}"`);
+  if (!row) throw new AdminError('not_found', `no webhook "${id}"`);
+  forgetEndpointLookups();
   return toView(row);
 }
 
@@ -117,13 +120,13 @@ export async function disableWebhook(db: Db, id: string, reason?: string): Promi
   checkDisableReason(reason);
   await repo.disableEndpoint(db, id, reason?.trim() ?? `disabled by an operator at ${new Date().toISOString()}`);
   const row = await repo.findEndpoint(db, id);
-  if (!row) throw new AdminError(`no webhook "${id}"`);
+  if (!row) throw new AdminError('not_found', `no webhook "${id}"`);
   return toView(row);
 }
 
 export async function webhookDeliveries(db: Db, id: string): Promise<{ webhook: string; deliveries: DeliveryView[] }> {
   const endpoint = await repo.findEndpoint(db, id);
-  if (!endpoint) throw new AdminError(`no webhook "${id}"`);
+  if (!endpoint) throw new AdminError('not_found', `no webhook "${id}"`);
   const rows = await repo.recentDeliveries(db, id, DELIVERIES_SHOWN);
   return {
     webhook: id,
