@@ -2296,7 +2296,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 import_supplier_code: string;
+                /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 external_account_number: string;
             };
             cookie?: never;
@@ -2319,7 +2321,7 @@ export interface operations {
                     "application/json": components["schemas"]["AccountStatus"];
                 };
             };
-            /** @description Refused; `code` is `invalid`. A path parameter is longer than 200 characters. */
+            /** @description Refused; `code` is `invalid`. A path parameter is not a possible supplier code or account number (too long, or with a control character). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2331,8 +2333,8 @@ export interface operations {
                      *       "code": "invalid",
                      *       "errors": [
                      *         {
-                     *           "detail": "Ensure this field has no more than 200 characters.",
-                     *           "code": "max_length",
+                     *           "detail": "This value has an invalid format.",
+                     *           "code": "invalid",
                      *           "attr": "external_account_number"
                      *         }
                      *       ]
@@ -2415,6 +2417,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 import_supplier_code: string;
             };
             cookie?: never;
@@ -2542,6 +2545,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 import_supplier_code: string;
             };
             cookie?: never;
@@ -2662,6 +2666,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 import_supplier_code: string;
             };
             cookie?: never;
@@ -4947,6 +4952,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 import_supplier_code: string;
             };
             cookie?: never;
@@ -5219,7 +5225,7 @@ export interface operations {
                     "application/json": components["schemas"]["SupplierStats"];
                 };
             };
-            /** @description Refused; `code` is `invalid`. A path parameter is longer than 200 characters. */
+            /** @description Refused; `code` is `invalid`. A path parameter is not a possible supplier code or account number (too long, or with a control character). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5231,8 +5237,8 @@ export interface operations {
                      *       "code": "invalid",
                      *       "errors": [
                      *         {
-                     *           "detail": "Ensure this field has no more than 200 characters.",
-                     *           "code": "max_length",
+                     *           "detail": "This value has an invalid format.",
+                     *           "code": "invalid",
                      *           "attr": "import_supplier_code"
                      *         }
                      *       ]
@@ -5386,7 +5392,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 import_supplier_code: string;
+                /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 external_account_number: string;
             };
             cookie?: never;
@@ -5448,7 +5456,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused; `code` is `invalid`. A path parameter is longer than 200 characters. */
+            /** @description Refused; `code` is `invalid`. A path parameter is not a possible supplier code or account number (too long, or with a control character). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5460,8 +5468,8 @@ export interface operations {
                      *       "code": "invalid",
                      *       "errors": [
                      *         {
-                     *           "detail": "Ensure this field has no more than 200 characters.",
-                     *           "code": "max_length",
+                     *           "detail": "This value has an invalid format.",
+                     *           "code": "invalid",
                      *           "attr": "external_account_number"
                      *         }
                      *       ]

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
 import { execute, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult } from 'graphql';
 import { AppError } from '../core/errors.ts';
+import { NullableText, RequiredText } from '../schemas/text.ts';
 import { logFailure, toAppError } from '../http/error-handler.ts';
 import { noteErrorCode } from '../http/request-log.ts';
 import { answer } from '../http/openapi.ts';
@@ -16,8 +17,8 @@ import { graphqlSchema, type GraphqlContext } from './graphql.schema.ts';
 // the service's vocabulary: 400 for a request that cannot run (bad envelope, syntax, validation),
 // 200 once it ran (a bad key is `data.obtainToken: null` plus an `authentication_failed` error).
 export const GraphqlRequest = Type.Object({
-  query: Type.String({ minLength: 1, maxLength: 100_000, description: 'The GraphQL document.' }),
-  operationName: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 200 })),
+  query: RequiredText(100_000, { description: 'The GraphQL document.' }),
+  operationName: Type.Optional(NullableText(200)),
   variables: Type.Optional(Type.Unsafe<Record<string, unknown> | null>({ type: ['object', 'null'] })),
   extensions: Type.Optional(Type.Unsafe<Record<string, unknown> | null>({ type: ['object', 'null'] })),
 }, { $id: 'GraphqlRequest', additionalProperties: false, description: 'A GraphQL request: the document, and its variables.' });

@@ -39,6 +39,13 @@ export function describedAnswer(status: string, raw: Record<string | symbol, unk
   return { schema: raw, description: typeof raw.description === 'string' ? raw.description : STATUS_CODES[Number(status)] ?? status };
 }
 
+/** The 400 of every route whose path names a supplier or an account (their one path-parameter schema). */
+export function badPathParameter(attr: 'import_supplier_code' | 'external_account_number'): TSchema {
+  return refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
+    { detail: 'This value has an invalid format.', code: 'invalid', attr }] },
+  { note: 'A path parameter is not a possible supplier code or account number (too long, or with a control character).' });
+}
+
 export const RETRY_AFTER: HeaderDoc = { type: 'integer', format: 'int32', minimum: 0, maximum: 3600, description: 'Seconds to wait before retrying.' };
 export const LINK_NEXT: HeaderDoc = {
   type: 'string', maxLength: 2000, description: 'With `page_size`, while more remain: `<url of the next page>; rel="next"`.',

@@ -12,7 +12,7 @@ import { isGuardedPath } from './auth.ts';
 // through the transform below. What a schema cannot say (what each answer means, examples) the
 // routes give with `answer`, `refusal` (openapi-answers.ts) and `requestExample`.
 
-export { answer, LINK_NEXT, refusal, RETRY_AFTER } from './openapi-answers.ts';
+export { answer, badPathParameter, LINK_NEXT, refusal, RETRY_AFTER } from './openapi-answers.ts';
 
 declare module 'fastify' {
   interface FastifySchema {

@@ -21,8 +21,8 @@ async function attemptsOf(supplierCode: string, ext: string) {
     .orderBy('id').execute();
 }
 
-const fieldError = (code: string, attr: string, json: { detail: string }) =>
-  ({ detail: json.detail, code, errors: [{ detail: json.detail, code, attr }] });
+/** The body of a refusal with one field error whose detail is the top-level one. */
+const fieldError = (code: string, attr: string, detail: string) => ({ detail, code, errors: [{ detail, code, attr }] });
 
 describe('POST account-import-process/process/: the account and its rows (spec 4.3, D6)', () => {
   test('201 with a new account number; every part of the payload becomes rows of its own', async () => {
@@ -141,8 +141,7 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
     for (const code of [unique('NOPE'), other.supplier]) {
       const res = await processAccount(t, tenant, payload.external_account_number, { import_supplier_code: code });
       assert.equal(res.status, 400);
-      assert.deepEqual(res.json, fieldError('import_supplier_not_found', 'import_supplier_code', res.json));
-      assert.equal(res.json.detail, `No import supplier with code "${code}".`);
+      assert.deepEqual(res.json, fieldError('import_supplier_not_found', 'import_supplier_code', `No import supplier with code "${code}".`));
     }
   });
 
@@ -153,16 +152,18 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
       await admin.setSupplier(db, tenant.supplier, { status });
       const res = await processAccount(t, tenant, payload.external_account_number, { operations_team_name: unique('no-team') });
       assert.equal(res.status, 400);
-      assert.deepEqual(res.json, fieldError(`import_supplier_${status}`, 'import_supplier_code', res.json));
+      assert.deepEqual(res.json, fieldError(`import_supplier_${status}`, 'import_supplier_code', `Import supplier "${tenant.supplier}" is ${status}.`));
       assert.equal(await accountOf(tenant.supplier, payload.external_account_number), undefined);
     });
   }
 
   test('not staged: account_not_staged (before the team is looked at)', async () => {
     const tenant = await createTenant(t);
-    const res = await processAccount(t, tenant, unique('EXT'), { operations_team_name: unique('no-team') });
+    const ext = unique('EXT');
+    const res = await processAccount(t, tenant, ext, { operations_team_name: unique('no-team') });
     assert.equal(res.status, 400);
-    assert.deepEqual(res.json, fieldError('account_not_staged', 'external_account_number', res.json));
+    assert.deepEqual(res.json, fieldError('account_not_staged', 'external_account_number',
+      `No staged data for account "${ext}"; stage it with create-or-update first.`));
   });
 
   test('already imported: account_already_imported with both account numbers', async () => {
@@ -171,7 +172,8 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
     const res = await processAccount(t, tenant, imported.externalAccountNumber);
     assert.equal(res.status, 400);
     assert.deepEqual(res.json, {
-      ...fieldError('account_already_imported', 'external_account_number', res.json),
+      ...fieldError('account_already_imported', 'external_account_number',
+        `Account "${imported.externalAccountNumber}" is already imported as ${imported.serviceAccountNumber}.`),
       external_account_number: imported.externalAccountNumber,
       service_account_number: imported.serviceAccountNumber,
     });
@@ -183,7 +185,8 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
     await admin.skipAccount(db, tenant.supplier, payload.external_account_number);
     const res = await processAccount(t, tenant, payload.external_account_number);
     assert.equal(res.status, 400);
-    assert.deepEqual(res.json, fieldError('account_marked_to_skip', 'external_account_number', res.json));
+    assert.deepEqual(res.json, fieldError('account_marked_to_skip', 'external_account_number',
+      `Account "${payload.external_account_number}" is marked to be skipped and cannot be staged or created.`));
   });
 
   test('unknown team: operations_team_not_found at operations_team_name; recorded as a failed attempt', async () => {
@@ -192,10 +195,9 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
     const team = unique('no-team');
     const res = await processAccount(t, tenant, payload.external_account_number, { operations_team_name: team });
     assert.equal(res.status, 400);
-    assert.deepEqual(res.json, fieldError('operations_team_not_found', 'operations_team_name', res.json));
-    assert.equal(res.json.detail, `No operations team named "${team}".`);
+    assert.deepEqual(res.json, fieldError('operations_team_not_found', 'operations_team_name', `No operations team named "${team}".`));
     assert.deepEqual(await attemptsOf(tenant.supplier, payload.external_account_number),
-      [{ dry_run: false, outcome: 'failed', error_code: 'operations_team_not_found', error_detail: res.json.detail }]);
+      [{ dry_run: false, outcome: 'failed', error_code: 'operations_team_not_found', error_detail: `No operations team named "${team}".` }]);
   });
 
   test('staged data that no longer passes: account_failed_validation with its errors', async () => {
@@ -208,11 +210,13 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
       .where('external_account_number', '=', payload.external_account_number).execute();
     const res = await processAccount(t, tenant, payload.external_account_number);
     assert.equal(res.status, 400);
-    assert.equal(res.json.code, 'account_failed_validation');
-    assert.deepEqual(res.json.errors.map((e: { code: string; attr: string }) => [e.code, e.attr]), [
-      ['invalid_phone_number', 'customers.1.landline'],
-      ['invalid', 'supply_addresses.0.supply_points.0.supply_start_date'],
-    ]);
+    assert.deepEqual(res.json, {
+      detail: 'The account data failed validation.', code: 'account_failed_validation', errors: [
+        { detail: 'Enter a valid phone number: international with a leading +, or national in the billing address\'s country.',
+          code: 'invalid_phone_number', attr: 'customers.1.landline' },
+        { detail: 'Date has wrong format or is not a real date. Use YYYY-MM-DD.', code: 'invalid', attr: 'supply_addresses.0.supply_points.0.supply_start_date' },
+      ],
+    });
     assert.equal(await accountOf(tenant.supplier, payload.external_account_number), undefined);
   });
 
@@ -227,8 +231,8 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
     await stage(t, tenant, second);
     const res = await processAccount(t, tenant, second.external_account_number);
     assert.equal(res.status, 400);
-    assert.deepEqual(res.json, fieldError('supply_point_already_registered', 'supply_addresses.1.supply_points.0.identifier', res.json));
-    assert.equal(res.json.detail, `Supply point identifier "${taken.identifier}" is already registered on another account.`);
+    assert.deepEqual(res.json, fieldError('supply_point_already_registered', 'supply_addresses.1.supply_points.0.identifier',
+      `Supply point identifier "${taken.identifier}" is already registered on another account.`));
     assert.equal(await accountOf(tenant.supplier, second.external_account_number), undefined);
   });
 });

@@ -47,6 +47,26 @@ describe('identifiers that appear in URL paths', () => {
     });
   });
 
+  // One path-parameter schema for every route that names a supplier or an account: a code that no
+  // supplier or account can have is refused the same way on each, never looked up.
+  const ZWSP = encodeURIComponent('X\u200b1');
+  const pathRoutes: Array<[string, string]> = [
+    [`/v1/data-import/account-transfer-status/${tenant.supplier}/${ZWSP}/`, 'external_account_number'],
+    [`/v1/data-import/accounts/${tenant.supplier}/${ZWSP}/`, 'external_account_number'],
+    [`/v1/data-import/stats/${tenant.supplier}/attempts/${ZWSP}/`, 'external_account_number'],
+    [`/v1/data-import/all-account-import-processes/${ZWSP}/`, 'import_supplier_code'],
+    [`/v1/data-import/pending-account-import-processes/${ZWSP}/`, 'import_supplier_code'],
+    [`/v1/data-import/imported-account-import-processes/${ZWSP}/`, 'import_supplier_code'],
+    [`/v1/data-import/stats/${ZWSP}/`, 'import_supplier_code'],
+  ];
+  for (const [url, attr] of pathRoutes) {
+    test(`GET ${url.replace(tenant.supplier, '<supplier>')}: 400 invalid at ${attr}`, async () => {
+      const res = await call(t.app, 'GET', url, { token: tenant.token });
+      assert.equal(res.status, 400, res.body);
+      assert.deepEqual(res.json, { detail: 'The request failed validation.', code: 'invalid', errors: [{ ...INVALID, attr }] });
+    });
+  }
+
   test('dots inside a longer identifier are fine: "...", ".a", "a..b"', async () => {
     for (const value of ['...', '.a', 'a..b']) {
       const res = await call(t.app, 'POST', VALIDATE_URL, { token: tenant.token, body: accountPayload(tenant.supplier, { external_account_number: value }) });

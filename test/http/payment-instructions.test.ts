@@ -42,12 +42,11 @@ function storedFor(accountId: number) {
   return t.store.db.selectFrom('payment_instructions').selectAll().where('account_id', '=', accountId).execute();
 }
 
-/** The whole error body: detail (any wording), code, and an `errors` item at `attr` when a field is at fault. */
-function assertError(res: { status: number; json: any }, status: number, code: string, attr?: string): void {
+/** Asserts the status and the whole error body: detail, code, and an `errors` item at `attr` when a field is at fault. */
+function assertError(res: { status: number; json: any }, status: number, expected: { detail: string; code: string; attr?: string }): void {
+  const { detail, code, attr } = expected;
   assert.equal(res.status, status);
-  assert.equal(typeof res.json.detail, 'string');
-  const errors = attr ? { errors: [{ detail: res.json.detail, code, attr }] } : {};
-  assert.deepEqual(res.json, { detail: res.json.detail, code, ...errors });
+  assert.deepEqual(res.json, { detail, code, ...(attr ? { errors: [{ detail, code, attr }] } : {}) });
 }
 
 describe('POST payment-instruction/create/: the vendor knows the instruction', () => {
@@ -96,17 +95,19 @@ describe('POST payment-instruction/create/: the vendor knows the instruction', (
 describe('POST payment-instruction/create/: vendor failures', () => {
   // Final answers: asked once, nothing stored. A broken 200 is the vendor's bug: 500, but no retry helps.
   const finals = [
-    ['not_found', 400, 'payment_instruction_not_found', 'reference', /no payment instruction/],
-    ['forbidden', 400, 'payment_vendor_rejected', undefined, /HTTP 403/],
-    ['malformed', 500, 'payment_vendor_unavailable', undefined, /without a JSON object/],
+    ['not_found', 400, (vendor: string) => ({ code: 'payment_instruction_not_found', attr: 'reference',
+      detail: `Payment vendor "${vendor}" has no payment instruction with this reference.` })],
+    ['forbidden', 400, (vendor: string) => ({ code: 'payment_vendor_rejected',
+      detail: `Payment vendor "${vendor}" rejected the request (HTTP 403). Do not retry the request as it is.` })],
+    ['malformed', 500, (vendor: string) => ({ code: 'payment_vendor_unavailable',
+      detail: `Payment vendor "${vendor}" answered 200 without a JSON object holding reference, type and status. Retry the request as it is.` })],
   ] as const;
-  for (const [behaviour, status, code, attr, detail] of finals) {
-    test(`vendor answers ${behaviour}: ${status} ${code}, not retried`, async () => {
+  for (const [behaviour, status, expected] of finals) {
+    test(`vendor answers ${behaviour}: ${status} ${expected('').code}, not retried`, async () => {
       const { tenant, account, vendor } = await setup();
       const reference = referenceWith(behaviour);
       const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
-      assertError(res, status, code, attr);
-      assert.match(res.json.detail, detail);
+      assertError(res, status, expected(vendor));
       assert.equal(fake.hits(reference), 1);
       assert.equal((await storedFor(account.accountId)).length, 0);
     });
@@ -118,8 +119,8 @@ describe('POST payment-instruction/create/: vendor failures', () => {
       const reference = referenceWith(behaviour);
       const started = Date.now();
       const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
-      assertError(res, 500, 'payment_vendor_unavailable');
-      assert.match(res.json.detail, behaviour === 'hang' ? /within 200 ms.*3 attempts/ : /HTTP 500.*3 attempts/);
+      const failure = behaviour === 'hang' ? 'did not answer within 200 ms' : 'answered HTTP 500';
+      assertError(res, 500, { code: 'payment_vendor_unavailable', detail: `Payment vendor "${vendor}" ${failure}. (3 attempts) Retry the request as it is.` });
       assert.equal(fake.hits(reference), 3);
       assert.ok(Date.now() - started < 3 * TIMEOUT_MS + 1_000, 'retries stay bounded');
       assert.equal((await storedFor(account.accountId)).length, 0);
@@ -130,8 +131,8 @@ describe('POST payment-instruction/create/: vendor failures', () => {
     const { tenant, account } = await setup();
     const vendor = await createVendor({ url: await closedPortUrl() });
     const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, 'ref-1'));
-    assertError(res, 500, 'payment_vendor_unavailable');
-    assert.match(res.json.detail, /could not be reached.*3 attempts/);
+    assertError(res, 500, { code: 'payment_vendor_unavailable',
+      detail: `Payment vendor "${vendor}" could not be reached (ECONNREFUSED). (3 attempts) Retry the request as it is.` });
   });
 });
 
@@ -155,7 +156,8 @@ describe('POST payment-instruction/create/: one active instruction per account',
     const second = referenceWith('found');
     const otherVendor = await createVendor();
     for (const [vendorCode, reference] of [[vendor, second], [otherVendor, first]] as const) {
-      assertError(await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendorCode, reference)), 400, 'active_payment_instruction_exists');
+      assertError(await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendorCode, reference)), 400, {
+        code: 'active_payment_instruction_exists', detail: 'The account already has an active payment instruction with another vendor or reference.' });
     }
     assert.equal(fake.hits(second), 0);
     assert.deepEqual((await storedFor(account.accountId)).map((r) => r.reference), [first]);
@@ -186,16 +188,14 @@ describe('POST payment-instruction/create/: supplier, account, vendor', () => {
   test('unknown vendor: 400 payment_vendor_not_found at vendor', async () => {
     const { tenant, account } = await setup();
     const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, 'NO-SUCH-VENDOR', 'ref-1'));
-    assertError(res, 400, 'payment_vendor_not_found', 'vendor');
-    assert.equal(res.json.detail, 'No payment vendor with code "NO-SUCH-VENDOR".');
+    assertError(res, 400, { code: 'payment_vendor_not_found', attr: 'vendor', detail: 'No payment vendor with code "NO-SUCH-VENDOR".' });
   });
 
   test("another organisation's supplier: 400 import_supplier_not_found, as if unknown", async () => {
     const { tenant, account, vendor } = await setup();
     const stranger = await createTenant(t);
     const res = await post(stranger, bodyFor(tenant, account.externalAccountNumber, vendor, referenceWith('found')));
-    assertError(res, 400, 'import_supplier_not_found', 'import_supplier');
-    assert.equal(res.json.detail, `No import supplier with code "${tenant.supplier}".`);
+    assertError(res, 400, { code: 'import_supplier_not_found', attr: 'import_supplier', detail: `No import supplier with code "${tenant.supplier}".` });
   });
 
   test('unknown account, and an account only staged: 404 account_not_found (before the vendor is checked)', async () => {
@@ -204,8 +204,7 @@ describe('POST payment-instruction/create/: supplier, account, vendor', () => {
     for (const number of [unique('EXT'), staged]) {
       for (const vendorCode of [vendor, 'NO-SUCH-VENDOR']) {
         const res = await post(tenant, bodyFor(tenant, number, vendorCode, 'ref-1'));
-        assertError(res, 404, 'account_not_found', 'external_account_number');
-        assert.equal(res.json.detail, `No imported account "${number}" for this import supplier.`);
+        assertError(res, 404, { code: 'account_not_found', attr: 'external_account_number', detail: `No imported account "${number}" for this import supplier.` });
       }
     }
   });
@@ -219,27 +218,26 @@ describe('POST payment-instruction/create/: validation', () => {
       import_supplier: tenant.supplier, external_account_number: 'x'.repeat(101), reference: 'r'.repeat(256), type: 'CHEQUE', extra: 1,
     });
     assert.equal(res.status, 400);
-    assert.equal(res.json.code, 'invalid');
-    assert.deepEqual(res.json.errors.map((e: { code: string; attr: string }) => [e.attr, e.code]), [
-      ['external_account_number', 'max_length'],
-      ['reference', 'max_length'],
-      ['type', 'invalid_choice'],
-      ['extra', 'unknown_field'],
-      ['vendor', 'required'],
-    ]);
+    assert.deepEqual(res.json, { detail: 'The request failed validation.', code: 'invalid', errors: [
+      { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'external_account_number' },
+      { detail: 'Ensure this field has no more than 255 characters.', code: 'max_length', attr: 'reference' },
+      { detail: '"CHEQUE" is not a valid choice. Allowed: CARD, DIRECT_DEBIT, BANK_TRANSFER.', code: 'invalid_choice', attr: 'type' },
+      { detail: 'This field is not part of the documented payload and must not be sent.', code: 'unknown_field', attr: 'extra' },
+      { detail: 'This field is required.', code: 'required', attr: 'vendor' },
+    ] });
   });
 
   test('wrong types, blank and badly formed values; the auth guard runs first', async () => {
     const { tenant } = await setup();
-    assertError(await call(t.app, 'POST', URL_CREATE, { body: {} }), 401, 'not_authenticated');
+    assertError(await call(t.app, 'POST', URL_CREATE, { body: {} }), 401, { code: 'not_authenticated', detail: 'Authentication credentials were not provided.' });
     const res = await post(tenant, { import_supplier: 1, external_account_number: '', vendor: null, reference: ' padded', type: 'CARD' });
     assert.equal(res.status, 400);
-    assert.deepEqual(res.json.errors.map((e: { code: string; attr: string }) => [e.attr, e.code]), [
-      ['import_supplier', 'invalid'],
-      ['external_account_number', 'blank'],
-      ['vendor', 'null'],
-      ['reference', 'invalid'],
-    ]);
+    assert.deepEqual(res.json, { detail: 'The request failed validation.', code: 'invalid', errors: [
+      { detail: 'Expected a string.', code: 'invalid', attr: 'import_supplier' },
+      { detail: 'This field may not be blank.', code: 'blank', attr: 'external_account_number' },
+      { detail: 'This field may not be null.', code: 'null', attr: 'vendor' },
+      { detail: 'This value has an invalid format.', code: 'invalid', attr: 'reference' },
+    ] });
   });
 });
 
@@ -266,10 +264,10 @@ describe('kind stripe: PaymentMethods through the official SDK', () => {
   test('resource_missing: 400 payment_instruction_not_found; 403: 400 payment_vendor_rejected', async () => {
     const { tenant, account, vendor } = await stripeSetup();
     const missing = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, unique('pm')));
-    assertError(missing, 400, 'payment_instruction_not_found', 'reference');
+    assertError(missing, 400, { code: 'payment_instruction_not_found', attr: 'reference', detail: `Payment vendor "${vendor}" has no payment method with this reference.` });
     const reference = referenceWith('forbidden');
     const rejected = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
-    assertError(rejected, 400, 'payment_vendor_rejected');
+    assertError(rejected, 400, { code: 'payment_vendor_rejected', detail: `Payment vendor "${vendor}" rejected the request (HTTP 403). Do not retry the request as it is.` });
     assert.equal(fake.hits(reference), 1);
   });
 
@@ -277,7 +275,8 @@ describe('kind stripe: PaymentMethods through the official SDK', () => {
     const { tenant, account } = await stripeSetup();
     const vendor = await createVendor({ kind: 'stripe' });
     const reference = referenceWith('found');
-    assertError(await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference)), 400, 'payment_vendor_rejected');
+    assertError(await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference)), 400, {
+      code: 'payment_vendor_rejected', detail: `Payment vendor "${vendor}" has no API key configured. Do not retry the request as it is.` });
     assert.equal(fake.hits(reference), 0);
   });
 
@@ -286,7 +285,8 @@ describe('kind stripe: PaymentMethods through the official SDK', () => {
     for (const behaviour of ['error', 'hang'] as const) {
       const reference = referenceWith(behaviour);
       const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
-      assertError(res, 500, 'payment_vendor_unavailable');
+      const failure = behaviour === 'hang' ? 'could not be reached or did not answer within 200 ms' : 'answered HTTP 500';
+      assertError(res, 500, { code: 'payment_vendor_unavailable', detail: `Payment vendor "${vendor}" ${failure}. (3 attempts) Retry the request as it is.` });
       assert.equal(fake.hits(reference), 3);
     }
     const flaky = referenceWith('flaky');

@@ -1,3 +1,4 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
@@ -9,7 +10,7 @@ import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from './account-data.examples.t
 // Spec 4.1 / D5: validates account data and echoes it; stores nothing. Order (D4): the auth guard,
 // the body schema (with the cross-field rules), then the supplier (D3).
 export const accountDataRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
-  app.post<{ Body: AccountData }>('/validate-account/', {
+  app.withTypeProvider<TypeBoxTypeProvider>().post('/validate-account/', {
     schema: {
       tags: ['Account import'],
       operationId: 'validateAccount',

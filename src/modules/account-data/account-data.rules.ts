@@ -1,4 +1,4 @@
-import { registerRules, type RuleCheck } from '../../core/validation.ts';
+import type { RuleCheck } from '../../core/rules.ts';
 import { dayNumber } from '../../core/dates.ts';
 import { BOUNDS, DRAMA_NUMBER_DETAIL, isCountryCode, isDramaNumber, isPhoneNumber, isRealDate } from './field-checks.ts';
 
@@ -69,7 +69,7 @@ function checkSupplyPoints(account: Record<string, unknown>, found: Found): void
   });
 }
 
-export const checkAccountData: RuleCheck = (value) => {
+const checkAccountData: RuleCheck = (value) => {
   const account = objectOf(value);
   if (!account) return [];
   const found: Found = [];
@@ -78,4 +78,4 @@ export const checkAccountData: RuleCheck = (value) => {
   return found;
 };
 
-registerRules('account-data', checkAccountData);
+export const ACCOUNT_DATA_RULES = { 'account-data': checkAccountData } satisfies Record<string, RuleCheck>;

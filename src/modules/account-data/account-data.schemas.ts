@@ -1,20 +1,25 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { compileValidator, type Validator } from '../../core/validation.ts';
 import type { FieldError } from '../../core/errors.ts';
-import {
-  CountryCode, DateOfBirth, DateString, EmailOrEmpty, ExternalAccountNumber, ImportSupplierCode, InternationalPhone,
-  RequiredText, Text, Unsupported,
-} from './common.schemas.ts';
-import { BOUNDS } from './field-checks.ts';
+import { ruleOf } from '../../core/rules.ts';
+import { DateOfBirth, DateString } from '../../schemas/dates.ts';
+import { ExternalAccountNumber, ImportSupplierCode } from '../../schemas/identifiers.ts';
+import { RequiredText, Text } from '../../schemas/text.ts';
+import { ACCOUNT_DATA_RULES } from './account-data.rules.ts';
+import { CountryCode, EmailOrEmpty, InternationalPhone } from './contact.schemas.ts';
+import { BOUNDS, FIELD_RULES } from './field-checks.ts';
 import { Note } from './note.schemas.ts';
 import { SupplyPoint } from './supply-points.schemas.ts';
-import './account-data.rules.ts';
 
 // The account import data of spec 2.3, written once: it validates validate-account and
 // stage-account bodies (and staged data again at create), types the code, and documents itself in
 // the OpenAPI document. Required fields are exactly those of D5; everything else is optional.
 
 export * from './supply-points.schemas.ts';
+
+/** An array whose item shape is undocumented: absent or empty only (`not_supported`). */
+const Unsupported = (description: string) =>
+  Type.Array(Type.Unknown(), { maxItems: 0, description });
 
 export const ACCOUNT_LIMITS = {
   metadata: 50, customers: 10, alternativePhoneNumbers: 10, supplyAddresses: 20, supplyPoints: 50, notes: 100,
@@ -33,7 +38,7 @@ export type BillingAddress = Static<typeof BillingAddress>;
 export const MetadataItem = Type.Object({
   key: Type.Optional(RequiredText(100)),
   value: Type.Optional(Type.Unsafe<Record<string, unknown>>({
-    type: 'object', maxProperties: ACCOUNT_LIMITS.metadataProperties, 'x-rules': 'free-form',
+    type: 'object', maxProperties: ACCOUNT_LIMITS.metadataProperties, ...ruleOf(FIELD_RULES, 'free-form'),
     description: `Free-form object: at most ${BOUNDS.freeFormDepth} levels of nesting and ${BOUNDS.freeFormChars} characters as JSON.`,
   })),
 }, { $id: 'MetadataItem', additionalProperties: false });
@@ -96,7 +101,7 @@ export const AccountData = Type.Object({
   $id: 'AccountData',
   additionalProperties: false,
   'x-error-code': 'account_failed_validation',
-  'x-rules': 'account-data',
+  ...ruleOf(ACCOUNT_DATA_RULES, 'account-data'),
   description: 'The data of one account to import. The required fields are listed; every other field may be omitted, '
     + 'and an undocumented field is refused (`unknown_field`). Across fields: `last_billed_to_date` >= `supply_start_date` '
     + '(`invalid_date_range`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative '

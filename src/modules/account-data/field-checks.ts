@@ -1,13 +1,13 @@
 import countries from 'i18n-iso-countries';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
-import { registerRules } from '../../core/validation.ts';
-import { dateProblem, isRealDate } from '../../core/dates.ts';
+import { isRealDate } from '../../core/dates.ts';
+import type { RuleCheck } from '../../core/rules.ts';
 
 export { isRealDate };
 
 // Checks of single values that JSON Schema cannot express (a real country, a real phone number, a
-// relative path). Each is a pure function, reused by the cross-field rules, and registered as a rule
-// set so a string schema can carry it with `x-rules` (its errors then point at that string).
+// relative path). Each is a pure function, reused by the cross-field rules, and one of FIELD_RULES
+// so a string schema can carry it (`ruleOf(FIELD_RULES, …)`: its errors then point at that string).
 // They run even when the schema already failed the value, so they look at well-typed, in-bound
 // strings only: a value that is too long or of the wrong type already has its own error.
 
@@ -76,47 +76,6 @@ export const BOUNDS = {
 
 const inBounds = (value: unknown, max: number): value is string => typeof value === 'string' && value.length <= max;
 
-registerRules('country-code', (value) =>
-  inBounds(value, 2) && value !== '' && !isCountryCode(value)
-    ? [{ path: '', code: 'invalid_country', detail: `"${value}" is not an ISO 3166-1 alpha-2 country code (for example GB).` }]
-    : []);
-
-registerRules('email-or-empty', (value) =>
-  inBounds(value, BOUNDS.email) && value !== '' && !isEmail(value)
-    ? [{ path: '', code: 'invalid_email', detail: 'Enter a valid email address.' }]
-    : []);
-
-registerRules('international-phone', (value) => {
-  if (!inBounds(value, BOUNDS.phone) || isPhoneNumber(value)) return [];
-  const detail = isDramaNumber(value) ? DRAMA_NUMBER_DETAIL : 'Enter a valid phone number in international format with a leading +.';
-  return [{ path: '', code: 'invalid_phone_number', detail }];
-});
-
-registerRules('document-path', (value) =>
-  inBounds(value, BOUNDS.documentPath) && value !== '' && !isRelativeDocumentPath(value)
-    ? [{ path: '', code: 'invalid_document_path', detail: 'Use a path relative to the documents root: no leading "/", no "..", no empty segment, no "\\".' }]
-    : []);
-
-// The one date rule (src/core/dates.ts), carried by every date and datetime schema. It looks only at
-// real dates: a malformed one already has its `invalid` from the format.
-const UTC_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
-
-registerRules('date', (value) => {
-  const problem = isRealDate(value) ? dateProblem(value) : null;
-  return problem ? [{ path: '', ...problem }] : [];
-});
-
-registerRules('date-of-birth', (value) => {
-  const problem = isRealDate(value) ? dateProblem(value, { notFuture: true }) : null;
-  return problem ? [{ path: '', ...problem }] : [];
-});
-
-registerRules('utc-date-time', (value) => {
-  const day = typeof value === 'string' && UTC_DATE_TIME.test(value) ? value.slice(0, 10) : null;
-  const problem = day && isRealDate(day) ? dateProblem(day) : null;
-  return problem ? [{ path: '', code: problem.code, detail: problem.detail.replace('this date', 'this datetime') }] : [];
-});
-
 /**
  * A free-form value (metadata `value`) nests at most BOUNDS.freeFormDepth levels and its JSON text is
  * at most BOUNDS.freeFormChars characters. The depth is found by an iterative walk that stops at the
@@ -140,7 +99,26 @@ export function freeFormProblem(value: unknown): { code: string; detail: string 
   return null;
 }
 
-registerRules('free-form', (value) => {
-  const problem = value !== undefined ? freeFormProblem(value) : null;
-  return problem ? [{ path: '', ...problem }] : [];
-});
+export const FIELD_RULES = {
+  'country-code': (value) =>
+    inBounds(value, 2) && value !== '' && !isCountryCode(value)
+      ? [{ path: '', code: 'invalid_country', detail: `"${value}" is not an ISO 3166-1 alpha-2 country code (for example GB).` }]
+      : [],
+  'email-or-empty': (value) =>
+    inBounds(value, BOUNDS.email) && value !== '' && !isEmail(value)
+      ? [{ path: '', code: 'invalid_email', detail: 'Enter a valid email address.' }]
+      : [],
+  'international-phone': (value) => {
+    if (!inBounds(value, BOUNDS.phone) || isPhoneNumber(value)) return [];
+    const detail = isDramaNumber(value) ? DRAMA_NUMBER_DETAIL : 'Enter a valid phone number in international format with a leading +.';
+    return [{ path: '', code: 'invalid_phone_number', detail }];
+  },
+  'document-path': (value) =>
+    inBounds(value, BOUNDS.documentPath) && value !== '' && !isRelativeDocumentPath(value)
+      ? [{ path: '', code: 'invalid_document_path', detail: 'Use a path relative to the documents root: no leading "/", no "..", no empty segment, no "\\".' }]
+      : [],
+  'free-form': (value) => {
+    const problem = value !== undefined ? freeFormProblem(value) : null;
+    return problem ? [{ path: '', ...problem }] : [];
+  },
+} satisfies Record<string, RuleCheck>;

@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { registerRules } from '../../core/validation.ts';
-import { UtcDateTime } from './common.schemas.ts';
-import { BOUNDS } from './field-checks.ts';
+import { ruleOf, type RuleCheck } from '../../core/rules.ts';
+import { UtcDateTime } from '../../schemas/dates.ts';
+import { Nullable, Text } from '../../schemas/text.ts';
+import { BOUNDS, FIELD_RULES } from './field-checks.ts';
 
 // The note of spec 2.4, shared by the account data (`notes`) and the notes endpoint (4.4).
 
@@ -10,7 +11,7 @@ import { BOUNDS } from './field-checks.ts';
  * no backslash, no control character (`invalid_document_path`). Reused by statements (`statement_path`).
  */
 export const DocumentPath = Type.String({
-  minLength: 1, maxLength: BOUNDS.documentPath, 'x-rules': 'document-path',
+  minLength: 1, maxLength: BOUNDS.documentPath, ...ruleOf(FIELD_RULES, 'document-path'),
   description: 'Path relative to the supplier\'s documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\\" (`invalid_document_path`).',
 });
 
@@ -21,28 +22,27 @@ export type NoteDocument = Static<typeof NoteDocument>;
 
 export const NOTE_LIMITS = { body: 10_000, documentPaths: 20 } as const;
 
+const NOTE_RULES = { note: checkNote } satisfies Record<string, RuleCheck>;
+
 export const Note = Type.Object({
-  body: Type.Optional(Type.String({ maxLength: NOTE_LIMITS.body, description: 'Note text. A note needs a body or at least one document path.' })),
+  body: Type.Optional(Text(NOTE_LIMITS.body, { description: 'Note text. A note needs a body or at least one document path.' })),
   document_paths: Type.Optional(Type.Array(NoteDocument, { maxItems: NOTE_LIMITS.documentPaths })),
   created_at: Type.Optional(UtcDateTime),
   is_pinned: Type.Optional(Type.Boolean({ description: 'Pins the note to the top of the account\'s support page.' })),
-  unpin_at: Type.Optional(Type.Unsafe<string | null>({
-    ...UtcDateTime, type: ['string', 'null'],
-    description: 'UTC datetime at which the pin ends; only with `is_pinned: true`.',
-  })),
+  unpin_at: Type.Optional(Nullable(UtcDateTime, 'UTC datetime at which the pin ends; only with `is_pinned: true`.')),
 }, {
   $id: 'Note',
   additionalProperties: false,
-  'x-rules': 'note',
+  ...ruleOf(NOTE_RULES, 'note'),
   description: 'A note on the account. It needs a non-blank body or at least one document path (`required` at the note). `created_at` defaults to the current UTC time.',
 });
 export type Note = Static<typeof Note>;
 
 /** Cross-field rules of one note; `value` may be of any shape (the schema reports that). */
-export function checkNote(value: unknown): Array<{ path: string; code: string; detail: string }> {
+function checkNote(value: unknown): ReturnType<RuleCheck> {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
   const note = value as Record<string, unknown>;
-  const found: Array<{ path: string; code: string; detail: string }> = [];
+  const found: ReturnType<RuleCheck> = [];
   const hasBody = note.body !== undefined && note.body !== null && !(typeof note.body === 'string' && note.body.trim() === '');
   const docs = note.document_paths;
   const hasDocuments = docs !== undefined && docs !== null && !(Array.isArray(docs) && docs.length === 0);
@@ -54,5 +54,3 @@ export function checkNote(value: unknown): Array<{ path: string; code: string; d
   }
   return found;
 }
-
-registerRules('note', checkNote);

@@ -1,5 +1,7 @@
 import { Type, type Static, type TUnsafe } from '@sinclair/typebox';
-import { Choice, DateString, NullableText, RequiredText, Text } from './common.schemas.ts';
+import { Choice } from '../../schemas/choice.ts';
+import { DateString } from '../../schemas/dates.ts';
+import { NullableText, RequiredText, Text } from '../../schemas/text.ts';
 
 // Supply points (spec 2.3): a union on `supply_type`. Each kind takes the common fields and its own
 // (a field of another kind is `unknown_field`). The enum sets go beyond the values the spec shows;

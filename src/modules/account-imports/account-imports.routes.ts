@@ -1,14 +1,16 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import { answer, refusal, RETRY_AFTER } from '../../http/openapi.ts';
+import { answer, badPathParameter, refusal, RETRY_AFTER } from '../../http/openapi.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
+import { AccountPathParams } from '../../schemas/identifiers.ts';
 import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
 import { AccountData } from '../account-data/account-data.schemas.ts';
 import {
   ACCOUNT_STATUS, ALREADY_IMPORTED, CONCURRENCY_LIMIT, CREATE_ACCOUNT, EXAMPLE_SERVICE_ACCOUNT_NUMBER, NO_IMPORT_PROCESS, STAGED,
 } from './account-imports.examples.ts';
 import {
-  AccountPathParams, AccountStatusResponse, ProcessAccountBody, ProcessAccountResponse, StageAccountResponse,
+  AccountStatusResponse, ProcessAccountBody, ProcessAccountResponse, StageAccountResponse,
 } from './account-imports.schemas.ts';
 import { accountListsRoutes } from './account-lists.routes.ts';
 import { accountStatus } from './account-status.service.ts';
@@ -19,10 +21,11 @@ const TAGS = ['Account import'];
 
 // Staging, creating and following accounts (spec 4.2, 4.3, 4.8–4.11; D6, D7). HTTP only: the services
 // decide everything.
-export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, deps) => {
+export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, deps) => {
   const { db, config, queue } = deps;
+  const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.post<{ Body: AccountData }>('/account-import-process/create-or-update/', {
+  app.post('/account-import-process/create-or-update/', {
     schema: {
       tags: TAGS,
       operationId: 'stageAccount',
@@ -46,7 +49,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
     return reply.code(result.created ? 201 : 200).send(result.body);
   });
 
-  app.post<{ Body: ProcessAccountBody }>('/account-import-process/process/', {
+  app.post('/account-import-process/process/', {
     schema: {
       tags: TAGS,
       operationId: 'createAccount',
@@ -74,7 +77,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
     return reply.code(201).send(created);
   });
 
-  app.get<{ Params: AccountPathParams }>('/account-transfer-status/:import_supplier_code/:external_account_number/', {
+  app.get('/account-transfer-status/:import_supplier_code/:external_account_number/', {
     schema: {
       tags: TAGS,
       operationId: 'getAccountStatus',
@@ -84,9 +87,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (app, d
       params: AccountPathParams,
       response: {
         200: answer(AccountStatusResponse, 'The account\'s import status.', ACCOUNT_STATUS),
-        400: refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
-          { detail: 'Ensure this field has no more than 200 characters.', code: 'max_length', attr: 'external_account_number' }] },
-        { note: 'A path parameter is longer than 200 characters.' }),
+        400: badPathParameter('external_account_number'),
         404: refusal(['account_not_found'], NO_IMPORT_PROCESS, { note: 'The supplier (or another organisation\'s) has no import process for the account.' }),
       },
     },

@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ExternalAccountNumber, ImportSupplierCode, Nullable } from '../account-data/common.schemas.ts';
+import { Choice } from '../../schemas/choice.ts';
+import { ExternalAccountNumber, ImportSupplierCode } from '../../schemas/identifiers.ts';
+import { Nullable, RequiredText } from '../../schemas/text.ts';
 
 // Wire shapes of staging, creating, the status endpoint and the lists (spec 4.2, 4.3, 4.8–4.11).
 
@@ -12,7 +14,7 @@ export type StageAccountResponse = Static<typeof StageAccountResponse>;
 export const ProcessAccountBody = Type.Object({
   external_account_number: ExternalAccountNumber,
   import_supplier_code: ImportSupplierCode,
-  operations_team_name: Type.String({ minLength: 1, maxLength: 200, description: 'An existing operations team; the account is linked to it.' }),
+  operations_team_name: RequiredText(200, { description: 'An existing operations team; the account is linked to it.' }),
   dry_run: Type.Optional(Type.Boolean({ description: 'Run the whole create and roll it back: 400 dry_run_rolled_back when it would succeed.' })),
 }, { $id: 'CreateAccountRequest', additionalProperties: false, description: 'Which staged account to create, and for which operations team.' });
 export type ProcessAccountBody = Static<typeof ProcessAccountBody>;
@@ -23,25 +25,15 @@ export const ProcessAccountResponse = Type.Object({
 export type ProcessAccountResponse = Static<typeof ProcessAccountResponse>;
 
 export const IMPORT_STATUSES = ['UNKNOWN', 'IN_PROGRESS', 'COMPLETED'] as const;
-export type ImportStatus = (typeof IMPORT_STATUSES)[number];
-
-export const AccountPathParams = Type.Object({
-  import_supplier_code: Type.String({ maxLength: 200 }),
-  external_account_number: Type.String({ maxLength: 200 }),
-});
-export type AccountPathParams = Static<typeof AccountPathParams>;
 
 export const AccountStatusResponse = Type.Object({
-  status: Type.Unsafe<ImportStatus>({ type: 'string', enum: [...IMPORT_STATUSES] }),
+  status: Choice(IMPORT_STATUSES),
   service_account_number: Type.String({ description: 'Empty while no account exists.' }),
   last_error: Nullable(Type.Object({ code: Type.String(), detail: Type.String() }, {
     description: 'The latest failed create attempt while the account is not imported; null when none failed, and once it is imported.',
   })),
 }, { $id: 'AccountStatus' });
 export type AccountStatusResponse = Static<typeof AccountStatusResponse>;
-
-export const SupplierPathParams = Type.Object({ import_supplier_code: Type.String({ maxLength: 200 }) });
-export type SupplierPathParams = Static<typeof SupplierPathParams>;
 
 export const MAX_PAGE_SIZE = 1000;
 
@@ -54,13 +46,10 @@ export type ListQuery = Static<typeof ListQuery>;
 // The failures filter (D14) of the all and pending lists: only staged accounts whose latest create
 // attempt failed, each with that attempt's error.
 export const LIST_STATES = ['failed'] as const;
-export type ListState = (typeof LIST_STATES)[number];
 export const FilteredListQuery = Type.Object({
   ...ListQuery.properties,
-  state: Type.Optional(Type.Unsafe<ListState>({
-    type: 'string', enum: [...LIST_STATES],
-    description: '`failed`: only staged accounts (not imported, not skipped) whose latest create attempt failed, each with `last_error`.',
-  })),
+  state: Type.Optional(Choice(LIST_STATES,
+    '`failed`: only staged accounts (not imported, not skipped) whose latest create attempt failed, each with `last_error`.')),
 }, { additionalProperties: false });
 export type FilteredListQuery = Static<typeof FilteredListQuery>;
 

@@ -1,9 +1,11 @@
 import { Readable } from 'node:stream';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { FilteredListQuery, ImportRecordList, ListQuery, SupplierPathParams } from './account-imports.schemas.ts';
+import { SupplierPathParams } from '../../schemas/identifiers.ts';
+import { FilteredListQuery, ImportRecordList, ListQuery } from './account-imports.schemas.ts';
 import { BAD_CURSOR, IMPORT_RECORDS, UNKNOWN_SUPPLIER } from './account-imports.examples.ts';
 import type { ListKind } from './account-lists.repository.ts';
 import { importListPage, streamImportList } from './account-lists.service.ts';
@@ -16,11 +18,12 @@ const LISTS: Array<{ kind: ListKind; path: string; operationId: string; summary:
 
 // The lists (spec 4.9–4.11, D7). Without page_size the whole array is streamed; with it, one page and
 // a `Link: <…>; rel="next"` header while more remain.
-export const accountListsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+export const accountListsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
+  const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
   for (const list of LISTS) {
     // The failures filter (D14) on the all and pending lists; the imported list has no failures.
     const filtered = list.kind !== 'imported';
-    app.get<{ Params: SupplierPathParams; Querystring: FilteredListQuery }>(list.path, {
+    app.get(list.path, {
       schema: {
         tags: ['Account import'],
         operationId: list.operationId,
@@ -42,8 +45,8 @@ export const accountListsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { d
     }, async (request, reply) => {
       const caller = callerOf(request);
       const code = request.params.import_supplier_code;
-      const { page_size: pageSize, cursor, state } = request.query;
-      const failedOnly = state === 'failed';
+      const { page_size: pageSize, cursor } = request.query;
+      const failedOnly = 'state' in request.query && request.query.state === 'failed';
       if (pageSize === undefined && cursor === undefined) {
         const chunks = await streamImportList(db, caller, code, list.kind, failedOnly);
         return reply.type('application/json; charset=utf-8').send(Readable.from(chunks));

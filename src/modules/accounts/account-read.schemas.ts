@@ -1,14 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ExternalAccountNumber, ImportSupplierCode, Nullable } from '../account-data/common.schemas.ts';
+import { Nullable } from '../../schemas/text.ts';
 
 // The account read endpoint (an addition under spec 9.2): what an import created, for the supplier
 // to check. Optional values are null here rather than left out, so every account has one shape.
-
-export const AccountPathParams = Type.Object({
-  import_supplier_code: ImportSupplierCode,
-  external_account_number: ExternalAccountNumber,
-}, { additionalProperties: false });
-export type AccountPathParams = Static<typeof AccountPathParams>;
 
 const NullableString = Nullable(Type.String());
 const Document = Type.Object({

@@ -1,13 +1,15 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { AccountPathParams, AccountView } from './account-read.schemas.ts';
+import { AccountPathParams } from '../../schemas/identifiers.ts';
+import { AccountView } from './account-read.schemas.ts';
 import { readAccount } from './account-read.service.ts';
-import { answer, refusal } from '../../http/openapi.ts';
+import { answer, badPathParameter, refusal } from '../../http/openapi.ts';
 import { ACCOUNT_VIEW } from './accounts.examples.ts';
 
 export const accountsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, config }) => {
-  app.get<{ Params: AccountPathParams }>('/accounts/:import_supplier_code/:external_account_number/', {
+  app.withTypeProvider<TypeBoxTypeProvider>().get('/accounts/:import_supplier_code/:external_account_number/', {
     schema: {
       tags: ['Accounts'],
       operationId: 'getAccount',
@@ -18,9 +20,7 @@ export const accountsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, c
       params: AccountPathParams,
       response: {
         200: answer(AccountView, 'The account.', ACCOUNT_VIEW),
-        400: refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
-          { detail: 'This value has an invalid format.', code: 'invalid', attr: 'external_account_number' }] },
-        { note: 'A path parameter is not a possible supplier code or account number (too long, or with a control character).' }),
+        400: badPathParameter('external_account_number'),
         404: refusal(['account_not_found'], { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found' }),
       },
     },

@@ -1,3 +1,4 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
@@ -7,7 +8,7 @@ import { EventList, EventsQuery } from './events.schemas.ts';
 import { eventFeed } from './events.service.ts';
 
 export const eventsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
-  app.get<{ Querystring: EventsQuery }>('/events/', {
+  app.withTypeProvider<TypeBoxTypeProvider>().get('/events/', {
     schema: {
       tags: ['Events'],
       operationId: 'listEvents',

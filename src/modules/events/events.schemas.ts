@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Nullable } from '../account-data/common.schemas.ts';
+import { Nullable } from '../../schemas/text.ts';
 import { EVENT_TYPES, type EventType } from './event-types.ts';
 
 // Wire shapes of the event feed (D13).

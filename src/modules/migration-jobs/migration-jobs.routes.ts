@@ -1,5 +1,6 @@
 import { pipeline, Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { AppError } from '../../core/errors.ts';
@@ -41,11 +42,12 @@ const BAD_ID = { detail: 'The request failed validation.', code: 'invalid', erro
 
 // Migration jobs (D11). The upload is not parsed by Fastify: its parser hands the raw request stream
 // to the service, which reads it line by line (gunzipped first with Content-Encoding: gzip).
-export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, queue, config }) => {
+export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db, queue, config }) => {
+  const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
   const deps: jobs.JobsDeps = { db, queue, config };
   app.addContentTypeParser(NDJSON, (_request, payload, done) => done(null, payload));
 
-  app.post<{ Body: CreateJobBody }>('/migration-jobs/', {
+  app.post('/migration-jobs/', {
     schema: {
       tags: TAGS, operationId: 'createMigrationJob', summary: 'Create a migration job (state open)',
       description: 'A job belongs to one import supplier of the caller. Upload its records, then start it. A paused supplier '
@@ -60,7 +62,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
     },
   }, async (request, reply) => reply.code(201).send(await jobs.createJob(db, callerOf(request), request.body)));
 
-  app.get<{ Querystring: ListJobsQuery }>('/migration-jobs/', {
+  app.get('/migration-jobs/', {
     schema: {
       tags: TAGS, operationId: 'listMigrationJobs', summary: 'The supplier\'s migration jobs, newest first',
       description: 'Keyset paging: `page_size` (default 100), then follow the `Link` header (`cursor`).',
@@ -82,7 +84,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
     return page.jobs;
   });
 
-  app.get<{ Params: JobPathParams }>('/migration-jobs/:job_id/', {
+  app.get('/migration-jobs/:job_id/', {
     schema: {
       tags: TAGS, operationId: 'getMigrationJob', summary: 'A migration job with its counts and progress',
       description: 'Its state, its records counted by outcome, the first error code of its failed records, and its pace.',
@@ -95,7 +97,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
     },
   }, async (request) => jobs.getJob(db, callerOf(request), request.params.job_id));
 
-  app.post<{ Params: JobPathParams; Body: unknown }>('/migration-jobs/:job_id/records/', {
+  app.post('/migration-jobs/:job_id/records/', {
     schema: {
       tags: TAGS, operationId: 'uploadMigrationJobRecords', summary: 'Upload records (NDJSON, one record per line)',
       description: 'Content-Type `application/x-ndjson`, optionally `Content-Encoding: gzip`. Each non-blank line is a record, '
@@ -144,7 +146,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
 
   for (const action of ['start', 'cancel', 'retry'] as const) {
     const docs = ACTIONS[action];
-    app.post<{ Params: JobPathParams }>(`/migration-jobs/:job_id/${action}/`, {
+    app.post(`/migration-jobs/:job_id/${action}/`, {
       schema: {
         tags: TAGS, operationId: docs.operationId, summary: docs.summary, description: docs.description,
         params: JobPathParams,
@@ -162,7 +164,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { 
     });
   }
 
-  app.get<{ Params: JobPathParams; Querystring: RecordsQuery }>('/migration-jobs/:job_id/records/', {
+  app.get('/migration-jobs/:job_id/records/', {
     schema: {
       tags: TAGS, operationId: 'listMigrationJobRecords', summary: 'Record results in line order (NDJSON, or CSV)',
       description: 'An `application/x-ndjson` stream of record results, one per line; with `Accept: text/csv`, CSV with a header row: '

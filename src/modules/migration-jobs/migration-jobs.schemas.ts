@@ -1,5 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ImportSupplierCode, UtcDateTime } from '../account-data/common.schemas.ts';
+import { Choice, NullableChoice } from '../../schemas/choice.ts';
+import { UtcDateTime } from '../../schemas/dates.ts';
+import { ImportSupplierCode } from '../../schemas/identifiers.ts';
+import { Nullable, RequiredText } from '../../schemas/text.ts';
 
 // Migration jobs (D11): the wire shapes. These schemas make the OpenAPI document the job client
 // (import-migrate) is generated from, so every answer is described whole.
@@ -15,15 +18,11 @@ export type RecordOutcome = (typeof RECORD_OUTCOMES)[number];
 export const RECORD_STEPS = ['parse', 'account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
 export type RecordStep = (typeof RECORD_STEPS)[number];
 
-/** `string | null` as one `type: ['string', 'null']` (OpenAPI: nullable), keeping the string's own rules. */
-const Nullable = (schema: ReturnType<typeof Type.String>, description?: string) =>
-  Type.Unsafe<string | null>({ ...schema, type: ['string', 'null'], ...(description ? { description } : {}) });
-
 export const JobId = Type.String({ format: 'uuid', description: 'The job id (a UUID).' });
 
 export const CreateJobBody = Type.Object({
   import_supplier: ImportSupplierCode,
-  operations_team_name: Type.String({ minLength: 1, maxLength: 100, description: 'The operations team the accounts are created for.' }),
+  operations_team_name: RequiredText(100, { description: 'The operations team the accounts are created for.' }),
   dry_run: Type.Optional(Type.Boolean({ description: 'Validate, stage and dry-run create each account; import nothing else.' })),
   not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
   not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
@@ -47,7 +46,7 @@ export const Job = Type.Object({
   import_supplier: Type.String(),
   operations_team_name: Type.String(),
   dry_run: Type.Boolean(),
-  state: Type.Unsafe<JobState>({ type: 'string', enum: [...JOB_STATES], description: 'paused: the supplier is paused; the job goes on when it is ongoing again.' }),
+  state: Choice(JOB_STATES, 'paused: the supplier is paused; the job goes on when it is ongoing again.'),
   not_before: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
   not_after: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
   created_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ.' }),
@@ -89,8 +88,8 @@ export type RecordError = Static<typeof RecordError>;
 export const RecordResult = Type.Object({
   line: Type.Integer({ description: 'The record\'s line number, from 1, across all uploads of the job (blank lines not counted).' }),
   external_account_number: Nullable(Type.String()),
-  outcome: Type.Unsafe<RecordOutcome>({ type: 'string', enum: [...RECORD_OUTCOMES] }),
-  step: Type.Unsafe<RecordStep | null>({ type: ['string', 'null'], enum: [...RECORD_STEPS, null], description: 'The failing step; null unless failed.' }),
+  outcome: Choice(RECORD_OUTCOMES),
+  step: NullableChoice(RECORD_STEPS, 'The failing step; null unless failed.'),
   created: Type.Unsafe<boolean | null>({ type: ['boolean', 'null'], description: 'Whether this record created the account (false: it was imported before); null until known.' }),
   service_account_number: Nullable(Type.String()),
   dry_run: Type.Boolean(),
@@ -100,7 +99,7 @@ export const RecordResult = Type.Object({
 export type RecordResult = Static<typeof RecordResult>;
 
 export const RecordsQuery = Type.Object({
-  outcome: Type.Optional(Type.Unsafe<RecordOutcome>({ type: 'string', enum: [...RECORD_OUTCOMES], description: 'Only records with this outcome.' })),
+  outcome: Type.Optional(Choice(RECORD_OUTCOMES, 'Only records with this outcome.')),
 }, { additionalProperties: false });
 export type RecordsQuery = Static<typeof RecordsQuery>;
 

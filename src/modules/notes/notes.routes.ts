@@ -1,3 +1,4 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
@@ -7,7 +8,7 @@ import { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 import { importNotes } from './notes.service.ts';
 
 export const notesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
-  app.post<{ Body: CreateNotesBody }>('/notes/create/', {
+  app.withTypeProvider<TypeBoxTypeProvider>().post('/notes/create/', {
     schema: {
       tags: ['Imported data'],
       operationId: 'importNotes',

@@ -1,11 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Choice } from '../../schemas/choice.ts';
+import { ExternalAccountNumber, ImportSupplierCode } from '../../schemas/identifiers.ts';
+import { Nullable } from '../../schemas/text.ts';
 import { Note } from '../account-data/note.schemas.ts';
-import { ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
 
 // Import notes (spec 4.4, D8). The note item itself is the one of the account data (spec 2.4).
 
 export const NOTE_STATUSES = ['NOTE_CREATION_SUCCESS', 'NOTE_ALREADY_EXISTS'] as const;
-export type NoteStatus = (typeof NOTE_STATUSES)[number];
 export const MAX_NOTES_PER_REQUEST = 500;
 
 export const CreateNotesBody = Type.Object({
@@ -17,8 +18,8 @@ export type CreateNotesBody = Static<typeof CreateNotesBody>;
 
 export const NoteResult = Type.Object({
   created_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ: the stored note\'s (the earlier one when it already existed)' }),
-  body: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'null for a note of documents only' }),
-  status: Type.Unsafe<NoteStatus>({ type: 'string', enum: [...NOTE_STATUSES] }),
+  body: Nullable(Type.String(), 'null for a note of documents only'),
+  status: Choice(NOTE_STATUSES),
 }, { $id: 'NoteResult' });
 export type NoteResult = Static<typeof NoteResult>;
 

@@ -1,3 +1,4 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
@@ -7,7 +8,7 @@ import { CreateStatementsBody } from './statements.schemas.ts';
 import { importStatements } from './statements.service.ts';
 
 export const statementsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
-  app.post<{ Body: CreateStatementsBody }>('/historical-statements/create/', {
+  app.withTypeProvider<TypeBoxTypeProvider>().post('/historical-statements/create/', {
     schema: {
       tags: ['Imported data'],
       operationId: 'importStatements',

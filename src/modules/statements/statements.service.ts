@@ -6,7 +6,7 @@ import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
 import { recordEvent } from '../events/events.repository.ts';
-import { decimalString, moneyString } from '../transactions/money.ts';
+import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateStatementsBody, StatementItem } from './statements.schemas.ts';
 import { findStatements, insertStatements, type StatementRow } from './statements.repository.ts';
 

@@ -1,28 +1,29 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { answer, refusal } from '../../http/openapi.ts';
+import { answer, badPathParameter, refusal } from '../../http/openapi.ts';
+import { AccountPathParams, SupplierPathParams } from '../../schemas/identifiers.ts';
 import { ACCOUNT_ATTEMPTS, SUPPLIER_STATS, SUPPLIERS } from './stats.examples.ts';
-import { AccountAttempts, AttemptsPathParams, StatsPathParams, SupplierStats, SupplierSummaryList } from './stats.schemas.ts';
+import { AccountAttempts, SupplierStats, SupplierSummaryList } from './stats.schemas.ts';
 import { accountAttempts, callerSuppliers, supplierStats } from './stats.service.ts';
 
 // D14: the statistics of one supplier, the data of the dashboard (/dashboard/).
 const NO_SUPPLIER = refusal(['not_found'], { detail: 'No import supplier with code "ACME".', code: 'not_found' }, {
   note: 'No such import supplier for the caller\'s organisation.',
 });
-const TOO_LONG = (attr: string) => refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
-  { detail: 'Ensure this field has no more than 200 characters.', code: 'max_length', attr }] }, { note: 'A path parameter is longer than 200 characters.' });
 
-export const statsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
-  app.get<{ Params: StatsPathParams }>('/stats/:import_supplier_code/', {
+export const statsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
+  const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
+  app.get('/stats/:import_supplier_code/', {
     schema: {
       tags: ['Statistics'], operationId: 'getSupplierStats', summary: 'A supplier\'s migration at a glance',
       description: 'Counts by state, accounts created per hour over the last 48 hours, the failing accounts grouped by error code and attr '
         + '(up to 20 groups, 5 examples each), and the supplier\'s unfinished migration jobs.',
-      params: StatsPathParams,
+      params: SupplierPathParams,
       response: {
         200: answer(SupplierStats, 'The supplier\'s statistics.', SUPPLIER_STATS),
-        400: TOO_LONG('import_supplier_code'),
+        400: badPathParameter('import_supplier_code'),
         404: NO_SUPPLIER,
       },
     },
@@ -36,14 +37,14 @@ export const statsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) =>
     },
   }, async (request) => callerSuppliers(db, callerOf(request)));
 
-  app.get<{ Params: AttemptsPathParams }>('/stats/:import_supplier_code/attempts/:external_account_number/', {
+  app.get('/stats/:import_supplier_code/attempts/:external_account_number/', {
     schema: {
       tags: ['Statistics'], operationId: 'getAccountAttempts', summary: 'An account\'s create attempts, newest first',
       description: 'The latest 20 create attempts of one staged account, with the error of each failed one.',
-      params: AttemptsPathParams,
+      params: AccountPathParams,
       response: {
         200: answer(AccountAttempts, 'The account\'s latest create attempts.', ACCOUNT_ATTEMPTS),
-        400: TOO_LONG('external_account_number'),
+        400: badPathParameter('external_account_number'),
         404: refusal(['not_found', 'account_not_found'], { detail: 'No import process for account "DEMO-0404" of import supplier "DEMO".', code: 'account_not_found' }, {
           note: '`not_found`: no such import supplier for the caller\'s organisation; `account_not_found`: the account was never staged.',
         }),

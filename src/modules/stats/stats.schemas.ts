@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Choice } from '../../schemas/choice.ts';
 import { SUPPLIER_STATUSES } from '../admin/admin.service.ts';
 import { Job } from '../migration-jobs/migration-jobs.schemas.ts';
 
@@ -7,9 +8,6 @@ import { Job } from '../migration-jobs/migration-jobs.schemas.ts';
 export const HOURS_SHOWN = 48;
 export const MAX_ERROR_GROUPS = 20;
 export const MAX_GROUP_EXAMPLES = 5;
-
-export const StatsPathParams = Type.Object({ import_supplier_code: Type.String({ maxLength: 200 }) });
-export type StatsPathParams = Static<typeof StatsPathParams>;
 
 export const StatsCounts = Type.Object({
   staged: Type.Integer({ description: 'Staged, not imported, not skipped (failed and in_progress are among them).' }),
@@ -36,7 +34,7 @@ export type ErrorGroup = Static<typeof ErrorGroup>;
 
 export const SupplierStats = Type.Object({
   import_supplier: Type.String(),
-  status: Type.Unsafe<(typeof SUPPLIER_STATUSES)[number]>({ type: 'string', enum: [...SUPPLIER_STATUSES] }),
+  status: Choice(SUPPLIER_STATUSES),
   counts: StatsCounts,
   created_per_hour: Type.Array(HourCount, {
     minItems: HOURS_SHOWN, maxItems: HOURS_SHOWN, description: `The last ${HOURS_SHOWN} hours, oldest first, the current hour last; every hour present.`,
@@ -51,23 +49,19 @@ export type SupplierStats = Static<typeof SupplierStats>;
 
 export const SupplierSummary = Type.Object({
   code: Type.String({ description: 'The import supplier code.' }),
-  status: Type.Unsafe<(typeof SUPPLIER_STATUSES)[number]>({ type: 'string', enum: [...SUPPLIER_STATUSES] }),
+  status: Choice(SUPPLIER_STATUSES),
 });
 export const SupplierSummaryList = Type.Array(SupplierSummary, { description: 'The caller\'s suppliers, by code.' });
 export type SupplierSummaryList = Static<typeof SupplierSummaryList>;
 
 export const MAX_ATTEMPTS_SHOWN = 20;
-export const AttemptsPathParams = Type.Object({
-  import_supplier_code: Type.String({ maxLength: 200 }),
-  external_account_number: Type.String({ maxLength: 200 }),
-});
-export type AttemptsPathParams = Static<typeof AttemptsPathParams>;
+export const ATTEMPT_OUTCOMES = ['created', 'dry_run_rolled_back', 'failed'] as const;
 
 export const CreateAttempt = Type.Object({
   started_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ.' }),
   finished_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ.' }),
   dry_run: Type.Boolean(),
-  outcome: Type.Unsafe<'created' | 'dry_run_rolled_back' | 'failed'>({ type: 'string', enum: ['created', 'dry_run_rolled_back', 'failed'] }),
+  outcome: Choice(ATTEMPT_OUTCOMES),
   error: Type.Union([Type.Object({
     code: Type.String(),
     attr: Type.Union([Type.String(), Type.Null()], { description: 'The dot path of the first error; null when the error names no field.' }),

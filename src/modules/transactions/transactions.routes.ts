@@ -1,3 +1,4 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
@@ -9,7 +10,7 @@ import {
 import { importTransactions } from './transactions.service.ts';
 
 export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
-  app.post<{ Body: CreateTransactionsBody; Querystring: CreateTransactionsQuery }>('/transactions/create/', {
+  app.withTypeProvider<TypeBoxTypeProvider>().post('/transactions/create/', {
     schema: {
       tags: ['Imported data'],
       operationId: 'importTransactions',

@@ -1,61 +1,67 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { dateRangeRule, registerRules, uniqueItemsRule } from '../../core/validation.ts';
-import { DateString, ExternalAccountNumber, ImportSupplierCode } from '../account-data/common.schemas.ts';
+import { dateRangeRule, ruleOf, uniqueItemsRule } from '../../core/rules.ts';
+import { Choice } from '../../schemas/choice.ts';
+import { DateString } from '../../schemas/dates.ts';
 import { ErrorBody } from '../../schemas/error-body.ts';
+import { ExternalAccountNumber, ImportSupplierCode } from '../../schemas/identifiers.ts';
+import { PositiveAmount } from '../../schemas/money.ts';
+import { RequiredText } from '../../schemas/text.ts';
 
 // Financial transactions (spec 2.5, 4.5, D8). Each type takes its own fields and no others: a
 // discriminated union on `type`, so a field of another type is an `unknown_field`.
 
 export const TRANSACTION_TYPES = ['CHARGE', 'CREDIT', 'PAYMENT', 'REPAYMENT', 'SUPPLY_CHARGE'] as const;
-export type TransactionType = (typeof TRANSACTION_TYPES)[number];
 /** The values seen in the spec; the project's bounded choice for the full set. */
 export const TRANSACTION_REASONS = ['IMPORTED_CHARGE', 'IMPORTED_CREDIT', 'ACCOUNT_CHARGE_PAYMENT', 'FULL_CREDIT_REFUND', 'GENERAL_CREDIT'] as const;
 export const PAYMENT_TYPES = ['DD_REGULAR_COLLECTION', 'DIRECT_CREDIT', 'DEBIT_CARD'] as const;
-/** Largest amount numeric(14, 2) holds. */
-export const MAX_AMOUNT = 999_999_999_999.99;
 export const MAX_TRANSACTIONS_PER_BATCH = 1000;
+export const TRANSACTION_RESULT_STATUSES = ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS'] as const;
 
-const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
+const TRANSACTION_RULES = {
+  'line-item period': dateRangeRule('start_date', 'end_date'),
+  // A transaction_id twice in one batch is a mistake in the batch, not a repeat of an earlier import.
+  'unique transaction ids': uniqueItemsRule('transactions', 'transaction_id'),
+};
+
 const Quantity = Type.Number({ minimum: -1e12, maximum: 1e12 });
-const Money = Type.Number({ exclusiveMinimum: 0, maximum: MAX_AMOUNT, 'x-decimal-places': 2, description: 'Positive, at most two decimals; the type gives the sign' });
 
 export const LineItem = Type.Object({
-  rate_band: Text(100),
+  rate_band: RequiredText(100),
   start_date: DateString,
   end_date: DateString,
   number_of_units: Quantity,
   net_amount: Quantity,
   price_per_unit: Quantity,
   units: Type.Optional(Type.Array(Quantity, { maxItems: 1000 })),
-}, { $id: 'LineItem', additionalProperties: false, 'x-rules': 'transactions.line-item' });
+}, { $id: 'LineItem', additionalProperties: false, ...ruleOf(TRANSACTION_RULES, 'line-item period') });
 
 export const TaxItem = Type.Object({
   amount: Quantity,
-  tax_type: Text(100),
+  tax_type: RequiredText(100),
   value_taxed: Quantity,
   rate: Quantity,
-  unit_type: Text(100),
+  unit_type: RequiredText(100),
 }, { $id: 'TaxItem', additionalProperties: false });
 
 const common = {
-  transaction_id: Text(100),
+  transaction_id: RequiredText(100),
   transaction_date: DateString,
-  amount: Money,
-  display_note: Type.Optional(Text(2000)),
-  note: Type.Optional(Text(2000)),
+  amount: PositiveAmount,
+  display_note: Type.Optional(RequiredText(2000)),
+  note: Type.Optional(RequiredText(2000)),
 };
-const reasonEnum = Type.Unsafe<(typeof TRANSACTION_REASONS)[number]>({ type: 'string', enum: [...TRANSACTION_REASONS] });
-const paymentTypeEnum = Type.Unsafe<(typeof PAYMENT_TYPES)[number]>({ type: 'string', enum: [...PAYMENT_TYPES] });
+const reasonEnum = Choice(TRANSACTION_REASONS);
+const paymentTypeEnum = Choice(PAYMENT_TYPES);
 
 const Charge = Type.Object({ ...common, type: Type.Literal('CHARGE'), reason: reasonEnum }, { $id: 'ChargeTransaction', additionalProperties: false });
 const Credit = Type.Object({ ...common, type: Type.Literal('CREDIT'), reason: reasonEnum }, { $id: 'CreditTransaction', additionalProperties: false });
-const paymentFields = { reason: reasonEnum, reference: Type.Optional(Text(200)), payment_type: Type.Optional(paymentTypeEnum) };
+const paymentFields = { reason: reasonEnum, reference: Type.Optional(RequiredText(200)), payment_type: Type.Optional(paymentTypeEnum) };
 const Payment = Type.Object({ ...common, type: Type.Literal('PAYMENT'), ...paymentFields }, { $id: 'PaymentTransaction', additionalProperties: false });
 const Repayment = Type.Object({ ...common, type: Type.Literal('REPAYMENT'), ...paymentFields }, { $id: 'RepaymentTransaction', additionalProperties: false });
 const SupplyCharge = Type.Object({
   ...common,
   type: Type.Literal('SUPPLY_CHARGE'),
-  product_code: Type.Optional(Text(100)),
+  product_code: Type.Optional(RequiredText(100)),
   line_items: Type.Optional(Type.Array(LineItem, { maxItems: 500 })),
   tax_items: Type.Optional(Type.Array(TaxItem, { maxItems: 100 })),
 }, { $id: 'SupplyChargeTransaction', additionalProperties: false });
@@ -76,7 +82,7 @@ export const CreateTransactionsBody = Type.Object({
   import_supplier: ImportSupplierCode,
   external_account_number: ExternalAccountNumber,
   transactions: Type.Array(TransactionItem, { minItems: 1, maxItems: MAX_TRANSACTIONS_PER_BATCH }),
-}, { $id: 'ImportTransactionsRequest', additionalProperties: false, 'x-rules': 'transactions.batch' });
+}, { $id: 'ImportTransactionsRequest', additionalProperties: false, ...ruleOf(TRANSACTION_RULES, 'unique transaction ids') });
 export type CreateTransactionsBody = Static<typeof CreateTransactionsBody>;
 
 export const CreateTransactionsQuery = Type.Object({
@@ -92,7 +98,7 @@ export const TransactionData = Type.Object({
   transaction_date: Type.String({ format: 'date' }),
   original_date: Optional(Type.String({ format: 'date', description: 'The date sent, when the transaction was moved into the open statement period' })),
   amount: Type.String({ description: 'Two decimals, e.g. "12.30"' }),
-  type: Type.Unsafe<TransactionType>({ type: 'string', enum: [...TRANSACTION_TYPES] }),
+  type: Choice(TRANSACTION_TYPES),
   reason: Optional(Type.String()),
   display_note: Optional(Type.String()),
   note: Optional(Type.String()),
@@ -107,7 +113,7 @@ export const TransactionData = Type.Object({
 export type TransactionData = Static<typeof TransactionData>;
 
 export const TransactionResult = Type.Object({
-  status: Type.Unsafe<'TRANSACTION_ADDED_TO_ACCOUNT' | 'TRANSACTION_ALREADY_EXISTS'>({ type: 'string', enum: ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS'] }),
+  status: Choice(TRANSACTION_RESULT_STATUSES),
   transaction_data: TransactionData,
 }, { $id: 'TransactionResult' });
 export type TransactionResult = Static<typeof TransactionResult>;
@@ -124,7 +130,3 @@ export const TransactionImportError = Type.Object({
   error_detail: Type.Optional(Type.String({ description: 'Why the batch failed' })),
   transaction_data: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The first failing transaction, amount as a string' })),
 }, { $id: 'TransactionImportError', additionalProperties: true, description: 'Why a batch was refused: the error body, and for `TRANSACTION_IMPORT_ERROR` the failing transaction.' });
-
-registerRules('transactions.line-item', dateRangeRule('start_date', 'end_date'));
-// A transaction_id twice in one batch is a mistake in the batch, not a repeat of an earlier import.
-registerRules('transactions.batch', uniqueItemsRule('transactions', 'transaction_id'));

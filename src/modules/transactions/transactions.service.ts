@@ -7,7 +7,7 @@ import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
 import { recordEvent } from '../events/events.repository.ts';
 import { insertNotes } from '../notes/notes.repository.ts';
-import { decimalString, moneyString } from './money.ts';
+import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
   findBalanceOverflow, findOpenPeriodStart, findTransactionsById, insertTransactions, MAX_BALANCE, type NewTransactionValues,

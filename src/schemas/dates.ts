@@ -1,0 +1,36 @@
+import { Type } from '@sinclair/typebox';
+import { DATE_MAX, DATE_MIN, dateProblem, isRealDate } from '../core/dates.ts';
+import { ruleOf, type RuleFinding } from '../core/rules.ts';
+
+// Dates and datetimes a client sends, carrying the one date rule of src/core/dates.ts. The rules look
+// only at well-formed values: a malformed one already has its `invalid` from the format.
+
+const UTC_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+
+const asFindings = (problem: Omit<RuleFinding, 'path'> | null): RuleFinding[] => (problem ? [{ path: '', ...problem }] : []);
+
+const DATE_RULES = {
+  date: (value) => asFindings(isRealDate(value) ? dateProblem(value) : null),
+  'date-of-birth': (value) => asFindings(isRealDate(value) ? dateProblem(value, { notFuture: true }) : null),
+  'utc-date-time': (value) => {
+    const day = typeof value === 'string' && UTC_DATE_TIME.test(value) ? value.slice(0, 10) : null;
+    const problem = day && isRealDate(day) ? dateProblem(day) : null;
+    return asFindings(problem && { code: problem.code, detail: problem.detail.replace('this date', 'this datetime') });
+  },
+} satisfies Record<string, (value: unknown) => RuleFinding[]>;
+
+/** A real calendar date, YYYY-MM-DD (`2023-02-30` is `invalid`), from DATE_MIN to DATE_MAX (`min_value` / `max_value`). */
+export const DateString = Type.String({
+  format: 'date', maxLength: 10, ...ruleOf(DATE_RULES, 'date'), description: `Date, YYYY-MM-DD, from ${DATE_MIN} to ${DATE_MAX}.`,
+});
+
+/** A date of birth: the date rule, and not in the future (`max_value`). */
+export const DateOfBirth = Type.String({
+  format: 'date', maxLength: 10, ...ruleOf(DATE_RULES, 'date-of-birth'), description: `Date, YYYY-MM-DD, from ${DATE_MIN}, not in the future.`,
+});
+
+/** A UTC datetime with `Z`, whole seconds or up to 6 decimals, its date within the date rule. */
+export const UtcDateTime = Type.String({
+  format: 'utc-date-time', maxLength: 32, ...ruleOf(DATE_RULES, 'utc-date-time'),
+  description: `UTC datetime, YYYY-MM-DDTHH:MM:SSZ, from ${DATE_MIN} to ${DATE_MAX}.`,
+});
