@@ -3,8 +3,9 @@ import type { Kysely, Transaction } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
+import type { EventRow } from '../events/events.repository.ts';
 import { toEvent } from '../events/events.service.ts';
-import { postWebhook } from './webhook-http.ts';
+import { postWebhook, type AttemptResult } from './webhook-http.ts';
 import * as repo from './webhooks.repository.ts';
 
 // One delivery job = one HTTP attempt of one event to one endpoint (D13). The job makes the attempt
@@ -39,16 +40,50 @@ export const DELIVERY_JOB_POLICY = { retryLimit: 10, retryDelay: 5, retryBackoff
 
 export type DeliveryOutcome = 'delivered' | 'retry_scheduled' | 'gave_up' | 'endpoint_disabled' | 'dropped';
 
+/** One job's attempt, made by deliverBatch. */
 export async function deliverOnce(deps: DeliveryDeps, job: DeliveryJob): Promise<DeliveryOutcome> {
-  const { db } = deps;
-  const endpoint = await repo.findEndpoint(db, job.endpoint_id);
-  // Deleted or disabled meanwhile (another event's 410): nothing more goes to it.
-  if (!endpoint || !endpoint.enabled) return 'dropped';
-  const logged = await repo.findDelivery(db, job.endpoint_id, job.event_id, job.attempt);
-  if (logged) return db.transaction().execute((trx) => followUp(deps, trx, job, logged.status_code));
+  return (await deliverBatch(deps, [job]))[0]!;
+}
 
-  const row = await repo.findEvent(db, job.event_id);
-  if (!row) return 'dropped'; // older than the retention period
+/**
+ * The jobs a worker took together: their endpoints, earlier attempts and events are read in one query
+ * each, the HTTP attempts run side by side, and every attempt is logged, with what follows it, in
+ * one transaction (a store failure fails the batch; the queue runs it again and the attempts logged
+ * are not repeated). Outcomes in the jobs' order.
+ */
+export async function deliverBatch(deps: DeliveryDeps, jobs: DeliveryJob[]): Promise<DeliveryOutcome[]> {
+  const { db } = deps;
+  if (jobs.length === 0) return [];
+  const endpoints = new Map((await repo.findEndpoints(db, [...new Set(jobs.map((j) => j.endpoint_id))])).map((e) => [e.id, e]));
+  // Deleted or disabled meanwhile (another event's 410): nothing more goes to it.
+  const live = jobs.filter((job) => endpoints.get(job.endpoint_id)?.enabled === true);
+  const logged = new Map((await repo.findDeliveries(db, live)).map((d) => [attemptKey(d), d.status_code]));
+  const events = new Map((await repo.findEvents(db, [...new Set(live.map((j) => j.event_id))])).map((e) => [Number(e.id), e]));
+  const attempts = await Promise.all(live.map(async (job) => {
+    if (logged.has(attemptKey(job))) return { job, status: logged.get(attemptKey(job)) ?? null, log: null };
+    const row = events.get(job.event_id);
+    if (!row) return null; // older than the retention period
+    const result = await attempt(deps, endpoints.get(job.endpoint_id)!, row);
+    const log = {
+      endpoint_id: job.endpoint_id, event_id: job.event_id, attempt: job.attempt,
+      status_code: result.status, latency_ms: result.latencyMs, error: result.error ?? (isSuccess(result.status) ? null : `HTTP ${result.status}`),
+    };
+    return { job, status: result.status, log };
+  }));
+  const outcomes = new Map<DeliveryJob, DeliveryOutcome>();
+  const made = attempts.filter((a) => a !== null);
+  if (made.length > 0) {
+    await db.transaction().execute(async (trx) => {
+      await repo.logDeliveries(trx, made.flatMap((a) => (a.log ? [a.log] : [])));
+      for (const a of made) outcomes.set(a.job, await followUp(deps, trx, a.job, a.status));
+    });
+  }
+  return jobs.map((job) => outcomes.get(job) ?? 'dropped');
+}
+
+const attemptKey = (d: { endpoint_id: string; event_id: number | string; attempt: number }) => `${d.endpoint_id}:${d.event_id}:${d.attempt}`;
+
+function attempt(deps: DeliveryDeps, endpoint: repo.EndpointRow, row: EventRow): Promise<AttemptResult> {
   const body = JSON.stringify(toEvent(row));
   const msgId = String(row.id);
   const now = new Date();
@@ -59,14 +94,7 @@ export async function deliverOnce(deps: DeliveryDeps, job: DeliveryJob): Promise
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
     'webhook-signature': new Webhook(endpoint.secret).sign(msgId, now, body),
   };
-  const result = await postWebhook(endpoint.url, body, headers, { allowPrivateNetworks: deps.allowPrivateNetworks });
-  return db.transaction().execute(async (trx) => {
-    await repo.logDelivery(trx, {
-      endpoint_id: job.endpoint_id, event_id: job.event_id, attempt: job.attempt,
-      status_code: result.status, latency_ms: result.latencyMs, error: result.error ?? (isSuccess(result.status) ? null : `HTTP ${result.status}`),
-    });
-    return followUp(deps, trx, job, result.status);
-  });
+  return postWebhook(endpoint.url, body, headers, { allowPrivateNetworks: deps.allowPrivateNetworks });
 }
 
 const isSuccess = (status: number | null) => status !== null && status >= 200 && status < 300;

@@ -11,36 +11,63 @@ import * as repo from './webhooks.repository.ts';
 // cursor in the same transaction: a killed fan-out rolls back both, so every event is fanned out
 // exactly once, whichever instance does it. The cursor row's lock makes instances take turns.
 //
-// What starts a fan-out:
-// - the transaction that records an event, when the supplier's organisation has an enabled endpoint,
-//   writes a fan-out job (at most one per transaction) with the event (registerFanoutTrigger);
-// - while committed events are held back by a still-running older transaction, the fan-out sends
-//   itself again a second later;
+// What starts a fan-out (at most one waiting fan-out job at a time, not one per request):
+// - the transaction that records an event, when the supplier's organisation has an enabled endpoint
+//   and no fan-out job is waiting to be fetched, writes one (registerFanoutTrigger);
+// - a fan-out that saw other transactions running when it read (they may commit events it could not
+//   see, or hold back committed ones) sends itself again, to run shortly after (fanOutHandler);
 // - a pg-boss schedule every minute, the backstop for events recorded by a process that never opened
 //   the queue (nothing registered the trigger there).
+// Why skipping when a job is waiting loses nothing: the transaction checks after inserting its event,
+// so it already has an xid. The waiting job is fetched after that check, and its fan-out reads after
+// the fetch: then the transaction has either committed (its event is read, or held back by an older
+// running transaction) or is still running; in both cases someone was running at that read, so the
+// fan-out runs again. A transaction that starts after the read finds that fan-out's job no longer
+// waiting, and writes its own (unless another is waiting, and the same holds for that one).
 
 export const FANOUT_QUEUE = 'webhook_fanout';
 export const FANOUT_BATCH = 500;
-const HELD_BACK_RECHECK_SECONDS = 1;
+/**
+ * Seconds a fan-out job waits before a worker may take it: the event transactions of that time find
+ * it waiting and write none, so under load there are a few fan-outs a second, each with many events.
+ */
+const GATHER_SECONDS = 0.25;
+/** How long this process trusts "this supplier's organisation has (no) enabled endpoint". */
+export const ENDPOINT_LOOKUP_TTL_MS = 5000;
 
-export async function fanOut(db: Kysely<Database>, queue: JobQueue): Promise<{ events: number; deliveries: number }> {
-  const total = { events: 0, deliveries: 0 };
+const sendFanout = (queue: JobQueue, trx?: Transaction<Database>) => queue.send(FANOUT_QUEUE, {}, { trx, startAfter: GATHER_SECONDS });
+
+/**
+ * The fan-out queue's handler for one worker. When the previous run saw other transactions running
+ * (under load), the next run is queued before this one reads, so that event transactions always find
+ * one waiting; otherwise only after, and only if this run saw transactions running.
+ */
+export function fanOutHandler(db: Kysely<Database>, queue: JobQueue): () => Promise<void> {
+  let busy = false;
+  return async () => {
+    await absorbQueuedFanouts(queue);
+    const queuedAhead = busy ? (await sendFanout(queue), true) : false;
+    const { othersRunning } = await fanOut(db, queue);
+    busy = othersRunning;
+    // A waiting job (another trigger's) is fetched later and reads later: it covers them too.
+    if (othersRunning && !queuedAhead && !(await queue.hasWaiting(FANOUT_QUEUE, db))) await sendFanout(queue);
+  };
+}
+
+async function fanOut(db: Kysely<Database>, queue: JobQueue): Promise<{ events: number; deliveries: number; othersRunning: boolean }> {
+  const total = { events: 0, deliveries: 0, othersRunning: false };
   for (;;) {
     const batch = await db.transaction().execute((trx) => fanOutBatch(trx, queue));
     total.events += batch.events;
     total.deliveries += batch.deliveries;
-    if (batch.events < FANOUT_BATCH) break;
+    if (batch.events < FANOUT_BATCH) return { ...total, othersRunning: batch.othersRunning };
   }
-  if (await repo.eventsHeldBack(db, await repo.readCursor(db))) {
-    await queue.send(FANOUT_QUEUE, {}, { startAfter: HELD_BACK_RECHECK_SECONDS });
-  }
-  return total;
 }
 
-async function fanOutBatch(trx: Transaction<Database>, queue: JobQueue): Promise<{ events: number; deliveries: number }> {
+async function fanOutBatch(trx: Transaction<Database>, queue: JobQueue): Promise<{ events: number; deliveries: number; othersRunning: boolean }> {
   const cursor = await repo.lockCursor(trx);
-  const events = await repo.eventsPast(trx, cursor, FANOUT_BATCH);
-  if (events.length === 0) return { events: 0, deliveries: 0 };
+  const { events, othersRunning } = await repo.eventsPast(trx, cursor, FANOUT_BATCH);
+  if (events.length === 0) return { events: 0, deliveries: 0, othersRunning };
   const endpoints = await repo.enabledEndpointsOf(trx, [...new Set(events.map((e) => e.organisation_id))]);
   const jobs: DeliveryJob[] = [];
   for (const event of events) {
@@ -56,23 +83,46 @@ async function fanOutBatch(trx: Transaction<Database>, queue: JobQueue): Promise
   await queue.sendMany(DELIVERY_QUEUE, jobs, { trx, ...DELIVERY_JOB_POLICY });
   const last = events[events.length - 1]!;
   await repo.moveCursor(trx, { xid: last.xid, id: last.id });
-  return { events: events.length, deliveries: jobs.length };
+  return { events: events.length, deliveries: jobs.length, othersRunning };
+}
+
+/** supplier id → whether its organisation had an enabled endpoint, and until when that is trusted. */
+const endpointLookups = new Map<number, { has: boolean; until: number }>();
+
+/**
+ * Forgets what this process knows of which suppliers have endpoints (an endpoint was created or
+ * enabled here). Other processes learn it within ENDPOINT_LOOKUP_TTL_MS; until then their events
+ * are fanned out by the next trigger or the schedule, never lost.
+ */
+export function forgetEndpointLookups(): void {
+  endpointLookups.clear();
+}
+
+async function supplierHasEndpoint(trx: Transaction<Database>, supplierId: number): Promise<boolean> {
+  const known = endpointLookups.get(supplierId);
+  if (known && known.until > Date.now()) return known.has;
+  const has = await repo.supplierHasEndpoint(trx, supplierId);
+  if (endpointLookups.size > 10_000) endpointLookups.clear();
+  endpointLookups.set(supplierId, { has, until: Date.now() + ENDPOINT_LOOKUP_TTL_MS });
+  return has;
 }
 
 /**
- * Makes recordEvent write a fan-out job in the event's own transaction, so the job exists exactly
- * when the event committed (nothing to lose between commit and send). Registered once per process
- * by openQueue, so that recordEvent's many call sites need no queue parameter. The job carries no
- * key that is unique across transactions: a unique key would make concurrent event-writing
- * transactions wait for each other's commit.
+ * Makes recordEvent write a fan-out job in the event's own transaction when none is waiting, so a
+ * job exists exactly when the event committed (nothing to lose between commit and send; see above
+ * for why a waiting one is enough). Registered once per process by openQueue, so that recordEvent's
+ * many call sites need no queue parameter. The job carries no key that is unique across
+ * transactions: a unique key would make concurrent event-writing transactions wait for each
+ * other's commit; the check for a waiting job is a read, which waits for nobody.
  */
 export function registerFanoutTrigger(queue: JobQueue): void {
   const triggered = new WeakSet<object>();
   setEventRecordedHook(async (trx, event) => {
     if (triggered.has(trx)) return;
-    if (!(await repo.supplierHasEndpoint(trx, event.supplierId))) return;
+    if (!(await supplierHasEndpoint(trx, event.supplierId))) return;
     triggered.add(trx);
-    await queue.send(FANOUT_QUEUE, {}, { trx });
+    if (await queue.hasWaiting(FANOUT_QUEUE, trx)) return;
+    await sendFanout(queue, trx);
   });
 }
 
@@ -81,7 +131,7 @@ export function registerFanoutTrigger(queue: JobQueue): void {
  * events have nothing left to do: they are taken and completed here, before draining (if this
  * worker dies, its own job runs again).
  */
-export async function absorbQueuedFanouts(queue: JobQueue): Promise<number> {
+async function absorbQueuedFanouts(queue: JobQueue): Promise<number> {
   const jobs = await queue.boss.fetch(FANOUT_QUEUE, { batchSize: 1000 });
   if (!jobs || jobs.length === 0) return 0;
   await queue.boss.complete(FANOUT_QUEUE, jobs.map((j) => j.id));

@@ -50,17 +50,32 @@ export function recentDeliveries(db: Db, endpointId: string, limit: number): Pro
     .orderBy('id', 'desc').limit(limit).execute();
 }
 
-export function findDelivery(db: Db, endpointId: string, eventId: number, attempt: number): Promise<DeliveryRow | undefined> {
-  return db.selectFrom('webhook_deliveries').selectAll()
-    .where('endpoint_id', '=', endpointId).where('event_id', '=', eventId).where('attempt', '=', attempt).executeTakeFirst();
+export function findEndpoints(db: Db, ids: string[]): Promise<EndpointRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', ids).execute();
 }
 
-/** Logs an attempt; false when that attempt was logged already (a job that ran again after a crash). */
-export async function logDelivery(db: Db, row: Omit<DeliveryRow, 'id' | 'at'>): Promise<boolean> {
-  const inserted = await db.insertInto('webhook_deliveries').values(row)
-    .onConflict((oc) => oc.columns(['endpoint_id', 'event_id', 'attempt']).doNothing())
-    .returning('id').executeTakeFirst();
-  return inserted !== undefined;
+/** The attempts among these already logged (jobs that ran again after a crash). */
+export function findDeliveries(db: Db, attempts: Array<{ endpoint_id: string; event_id: number; attempt: number }>): Promise<DeliveryRow[]> {
+  if (attempts.length === 0) return Promise.resolve([]);
+  return db.selectFrom('webhook_deliveries').selectAll()
+    .where(sql<boolean>`(endpoint_id, event_id, attempt) IN (${sql.join(attempts.map((a) => sql`(${a.endpoint_id}, ${a.event_id}::bigint, ${a.attempt}::int)`))})`)
+    .execute();
+}
+
+/** Logs attempts; one logged already (a job that ran again after a crash) is kept as it was. */
+export async function logDeliveries(db: Db, rows: Array<Omit<DeliveryRow, 'id' | 'at'>>): Promise<void> {
+  if (rows.length === 0) return;
+  await db.insertInto('webhook_deliveries').values(rows)
+    .onConflict((oc) => oc.columns(['endpoint_id', 'event_id', 'attempt']).doNothing()).execute();
+}
+
+/** Events as the feed shows them, by id (one removed by retention is missing). */
+export function findEvents(db: Db, ids: number[]): Promise<EventRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('events as e').innerJoin('import_suppliers as s', 's.id', 'e.supplier_id')
+    .select(['e.id', sql<string>`e.xid::text`.as('xid'), 'e.type', 'e.external_account_number', 'e.data', 'e.created_at', 's.code as import_supplier'])
+    .where('e.id', 'in', ids).execute();
 }
 
 export async function deleteDeliveriesBefore(db: Db, before: Date, batch: number): Promise<number> {
@@ -68,13 +83,6 @@ export async function deleteDeliveriesBefore(db: Db, before: Date, batch: number
     .where('id', 'in', (eb) => eb.selectFrom('webhook_deliveries').select('id').where('at', '<', before).limit(batch))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
-}
-
-/** One event as the feed shows it, by id (null once retention removed it). */
-export function findEvent(db: Db, id: number): Promise<EventRow | undefined> {
-  return db.selectFrom('events as e').innerJoin('import_suppliers as s', 's.id', 'e.supplier_id')
-    .select(['e.id', sql<string>`e.xid::text`.as('xid'), 'e.type', 'e.external_account_number', 'e.data', 'e.created_at', 's.code as import_supplier'])
-    .where('e.id', '=', id).executeTakeFirst();
 }
 
 // --- the fan-out ---
@@ -92,25 +100,27 @@ export async function moveCursor(trx: Transaction<Database>, to: FeedPosition): 
 
 export interface FanoutEvent { id: number; xid: string; type: string; created_at: Date; organisation_id: number }
 
-/** The next events of every supplier past the cursor, in feed order (the feed's commit horizon applies). */
-export function eventsPast(trx: Transaction<Database>, after: FeedPosition | null, limit: number): Promise<FanoutEvent[]> {
-  let query = trx.selectFrom('events as e').innerJoin('import_suppliers as s', 's.id', 'e.supplier_id')
-    .select(['e.id', sql<string>`e.xid::text`.as('xid'), 'e.type', 'e.created_at', 's.organisation_id'])
-    .where(committedBeforeEveryRunning);
-  if (after) query = query.where(sql<boolean>`(e.xid, e.id) > (${after.xid}::xid8, ${after.id})`);
-  return query.orderBy('e.xid').orderBy('e.id').limit(limit).execute();
-}
-
-/** Are there committed events past the cursor that the horizon still holds back? */
-export async function eventsHeldBack(db: Db, after: FeedPosition | null): Promise<boolean> {
-  let query = db.selectFrom('events as e').select('e.id');
-  if (after) query = query.where(sql<boolean>`(e.xid, e.id) > (${after.xid}::xid8, ${after.id})`);
-  return (await query.limit(1).executeTakeFirst()) !== undefined;
-}
-
-export async function readCursor(db: Db): Promise<FeedPosition | null> {
-  const row = await db.selectFrom('webhook_fanout_cursor').select([sql<string | null>`xid::text`.as('xid'), 'event_id']).executeTakeFirstOrThrow();
-  return row.xid !== null && row.event_id !== null ? { xid: row.xid, id: row.event_id } : null;
+/**
+ * The next events of every supplier past the cursor, in feed order (the feed's commit horizon
+ * applies), and whether any other transaction was running when they were read: one statement, so
+ * both describe the same snapshot. A transaction running then may still commit events (or hold back
+ * committed ones) that this read could not see.
+ */
+export async function eventsPast(trx: Transaction<Database>, after: FeedPosition | null, limit: number): Promise<{ events: FanoutEvent[]; othersRunning: boolean }> {
+  const past = after ? sql`AND (e.xid, e.id) > (${after.xid}::xid8, ${after.id})` : sql``;
+  const { rows } = await sql<FanoutEvent & { others_running: boolean }>`
+    SELECT r.others_running, e.id, e.xid, e.type, e.created_at, e.organisation_id
+    FROM (SELECT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+                         WHERE x IS DISTINCT FROM pg_current_xact_id_if_assigned()) AS others_running) AS r
+    LEFT JOIN LATERAL (
+      SELECT e.id, e.xid::text AS xid, e.type, e.created_at, s.organisation_id
+      FROM events AS e INNER JOIN import_suppliers AS s ON s.id = e.supplier_id
+      WHERE ${committedBeforeEveryRunning} ${past}
+      ORDER BY e.xid, e.id LIMIT ${limit}
+    ) AS e ON true`.execute(trx);
+  const events = rows.filter((row) => row.id !== null)
+    .map(({ id, xid, type, created_at, organisation_id }) => ({ id, xid, type, created_at, organisation_id }));
+  return { events, othersRunning: rows[0]?.others_running === true };
 }
 
 export function enabledEndpointsOf(trx: Db, organisationIds: number[]): Promise<EndpointRow[]> {

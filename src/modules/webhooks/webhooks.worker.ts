@@ -2,8 +2,8 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import { deliverOnce, DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
-import { absorbQueuedFanouts, FANOUT_QUEUE, fanOut, registerFanoutTrigger } from './webhook-fanout.ts';
+import { deliverBatch, DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
+import { FANOUT_QUEUE, fanOutHandler, registerFanoutTrigger } from './webhook-fanout.ts';
 import { RETENTION_CRON, RETENTION_QUEUE, runRetention } from './retention.job.ts';
 
 // Webhooks and event retention on the job queue (D13). Three queues:
@@ -29,41 +29,44 @@ export async function defineWebhookQueues(queue: JobQueue): Promise<void> {
 }
 
 /** Delivery jobs one worker takes at a time: each is mostly waiting on a remote server, so many run at once. */
-const DELIVERY_BATCH = 25;
+const DELIVERY_BATCH = 50;
 
 export async function startWebhookWorkers({ db, queue, config, logger }: {
   db: Kysely<Database>; queue: JobQueue; config: WebhooksConfig; logger: WebhooksLogger;
 }): Promise<{ stop(): Promise<void> }> {
-  await queue.work(FANOUT_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, async () => {
-    await absorbQueuedFanouts(queue);
-    await fanOut(db, queue);
-  });
+  await queue.work(FANOUT_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, fanOutHandler(db, queue));
   await queue.work(RETENTION_QUEUE, { concurrency: 1, pollingIntervalSeconds: 30 }, async () => {
     const removed = await runRetention(db, config.eventsRetentionDays);
     logger.info({ removed, retention_days: config.eventsRetentionDays }, 'events retention ran');
   });
 
   // pg-boss runs one fetch per worker per polling interval; a batch per fetch keeps deliveries from
-  // being limited to two a second per worker. The batch's jobs run side by side.
+  // being limited to two a second per worker. The batch's jobs run side by side, and the store work
+  // is done once per batch (webhook-delivery.ts deliverBatch).
   const deps = {
     db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks,
   };
   let inFlight = 0;
   const workers = Math.max(1, Math.min(2, config.workerConcurrency));
   for (let i = 0; i < workers; i += 1) {
-    await queue.boss.work<DeliveryJob>(DELIVERY_QUEUE, { batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+    let workerId: string | undefined;
+    // eslint-disable-next-line prefer-const -- the handler may run before work() resolves: a const would still be in its TDZ
+    workerId = await queue.boss.work<DeliveryJob>(DELIVERY_QUEUE, { batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5 }, async (jobs) => {
       inFlight += 1;
       try {
-        const results = await Promise.allSettled(jobs.map((job) => deliverOnce(deps, job.data)));
-        const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-        // Only the store can fail here (HTTP failures are outcomes); the queue runs the batch again,
-        // and the attempts already logged are not made twice.
-        if (failed) {
-          logger.warn({ err: failed.reason }, 'webhook delivery could not be recorded; the queue retries it');
-          throw failed.reason;
+        try {
+          await deliverBatch(deps, jobs.map((job) => job.data));
+        } catch (error) {
+          // Only the store can fail here (HTTP failures are outcomes); the queue runs the batch again,
+          // and the attempts already logged are not made twice.
+          logger.warn({ err: error }, 'webhook deliveries could not be recorded; the queue retries them');
+          throw error;
         }
       } finally {
         inFlight -= 1;
+        // A worker that found jobs fetches again at once, rather than after the polling interval:
+        // otherwise deliveries fall behind a steady load (a batch per half second per worker).
+        if (workerId && jobs.length > 0) queue.boss.notifyWorker(workerId);
       }
     });
   }
