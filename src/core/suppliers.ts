@@ -8,6 +8,8 @@ import { AppError } from './errors.ts';
  * supplier is indistinguishable from an unknown one (D3): both are undefined here.
  */
 export async function findCallerSupplier(db: Kysely<Database>, caller: Caller, code: string): Promise<Supplier | undefined> {
+  const known = caller.knownSupplier;
+  if (known && known.code === code && known.organisation_id === caller.organisationId) return known;
   return db.selectFrom('import_suppliers').selectAll()
     .where('code', '=', code).where('organisation_id', '=', caller.organisationId)
     .executeTakeFirst();

@@ -408,3 +408,26 @@ describe('serving while a job runs', () => {
     await finished(tenant, job.id, 'completed', 180_000);
   });
 });
+
+describe('the record queue\'s batches', () => {
+  test('two jobs fetched together: one that fails is retried on its own, the other completes once', async () => {
+    const name = unique('batch_probe').replace(/-/g, '_');
+    await t.queue.define(name, { retryLimit: 1, retryDelay: 0, retryBackoff: false });
+    const policy = { retryLimit: 1, retryDelay: 0, retryBackoff: false };
+    // Both are queued before the worker starts, so its first fetch of 2 takes both.
+    const good = await t.queue.send(name, { n: 0 }, policy);
+    const bad = await t.queue.send(name, { n: 1 }, policy);
+    const calls: number[] = [];
+    await t.queue.work<{ n: number }>(name, { concurrency: 2, batchSize: 2, pollingIntervalSeconds: 0.5 }, async (job) => {
+      calls.push(job.data.n);
+      if (job.data.n === 1) throw new Error('probe failure');
+    });
+    try {
+      const stateOf = async (id: string | null) => (await t.queue.boss.getJobById(name, id!))?.state;
+      await waitUntil(async () => (await stateOf(bad)) === 'failed' && (await stateOf(good)) === 'completed', 'both jobs ended');
+      assert.deepEqual([calls.filter((n) => n === 0).length, calls.filter((n) => n === 1).length], [1, 2]);
+    } finally {
+      await t.queue.offWork(name);
+    }
+  });
+});

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { accountLockHeld } from './import-locks.repository.ts';
+import { accountLockHeld, accountLockKey, tryLockAccountExpr } from './import-locks.repository.ts';
 
 // The import process rows (account_imports) and the create attempts. Free functions, executor first.
 type Db = Kysely<Database>;
@@ -37,6 +37,24 @@ export function findImportState(db: Db, supplierId: number, externalAccountNumbe
     .where('ai.supplier_id', '=', supplierId)
     .where('ai.external_account_number', '=', externalAccountNumber)
     .executeTakeFirst();
+}
+
+/**
+ * The create's first read, inside its transaction: the import process as findImportState reads it,
+ * and its account lock tried in the same statement (`locked` false: another create holds it).
+ */
+export async function findImportStateAndTryLock(
+  trx: Transaction<Database>, supplierId: number, externalAccountNumber: string,
+): Promise<(ImportState & { locked: boolean }) | undefined> {
+  const row = await trx.selectFrom('account_imports as ai')
+    .leftJoin('accounts as a', 'a.id', 'ai.account_id')
+    .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', tryLockAccountExpr(sql.ref('ai.id')).as('locked')])
+    .where('ai.supplier_id', '=', supplierId)
+    .where('ai.external_account_number', '=', externalAccountNumber)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  if (row.locked === null) accountLockKey(row.id);
+  return { ...row, locked: row.locked === true };
 }
 
 /**

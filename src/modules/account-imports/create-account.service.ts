@@ -19,7 +19,7 @@ import { newAccountNumber } from './account-number.ts';
 import { supplyPointsOf, writeAccountTree } from './account-tree.builder.ts';
 import { findRegisteredIdentifiers, insertAccount } from './account-tree.repository.ts';
 import * as errors from './import-errors.ts';
-import { tryLockAccount, tryTakeSlot } from './import-locks.repository.ts';
+import { tryTakeSlot } from './import-locks.repository.ts';
 
 // Create (spec 4.3, D6): checks in the order of D4, then the whole account in ONE transaction.
 //
@@ -92,14 +92,15 @@ async function create(
   deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccountBody, attempt: Omit<imports.AttemptRecord, 'outcome' | 'errorCode' | 'errorDetail'>,
 ): Promise<string> {
   const ext = body.external_account_number;
-  const seen = await imports.findImportState(deps.db, supplier.id, ext);
-  if (!seen) throw errors.accountNotStaged(ext);
-  errors.requireNotImportedOrSkipped(ext, seen);
-
   let data: AccountData | undefined;
   try {
     return await deps.db.transaction().execute(async (trx) => {
-      if (!(await tryLockAccount(trx, seen.id))) throw errors.accountImportInProgress(ext);
+      // The import process and its account lock in one statement, checked in D4's order: not
+      // staged, imported or skipped, then another create holding the lock.
+      const seen = await imports.findImportStateAndTryLock(trx, supplier.id, ext);
+      if (!seen) throw errors.accountNotStaged(ext);
+      errors.requireNotImportedOrSkipped(ext, seen);
+      if (!seen.locked) throw errors.accountImportInProgress(ext);
       // Read again under the lock, with the staged data: this read decides.
       const state = await imports.findStagedForCreate(trx, seen.id);
       errors.requireNotImportedOrSkipped(ext, state);

@@ -25,11 +25,14 @@ export function accountLockKey(importId: number): string {
   return ((BigInt(ACCOUNT_LOCK_SPACE) << 32n) | BigInt(importId)).toString();
 }
 
-/** False when another session is creating this account now. */
-export async function tryLockAccount(trx: Transaction<Database>, importId: number): Promise<boolean> {
-  const { rows } = await sql<{ locked: boolean }>`
-    SELECT pg_try_advisory_xact_lock(${accountLockKey(importId)}::int8) AS locked`.execute(trx);
-  return rows[0]?.locked === true;
+/**
+ * tryLockAccount as an SQL expression over an import id, so the query that finds the import process
+ * also takes its lock. NULL (nothing tried) for an id outside the key range: the caller then throws
+ * as accountLockKey does.
+ */
+export function tryLockAccountExpr(importId: RawBuilder<unknown>): RawBuilder<boolean | null> {
+  return sql<boolean | null>`CASE WHEN (${importId})::int8 BETWEEN 0 AND ${MAX_IMPORT_ID - 1}::int8
+    THEN pg_try_advisory_xact_lock((${ACCOUNT_LOCK_SPACE}::int8 << 32) | (${importId})::int8) END`;
 }
 
 /**

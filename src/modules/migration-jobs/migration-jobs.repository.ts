@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database } from '../../db/schema.ts';
+import type { Database, Supplier } from '../../db/schema.ts';
 import type { JobCounts, RecordError, RecordOutcome, RecordStep, StoredJobState } from './migration-jobs.schemas.ts';
 
 // Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
@@ -165,6 +165,58 @@ export async function claimRecord(db: Db, jobId: string, line: number): Promise<
     WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome IN ('pending', 'running')
     RETURNING ${RECORD_COLUMNS}, record`.execute(db);
   return rows[0];
+}
+
+/** A job as a worker reads it with a record: with its whole supplier row, for the record's steps. */
+export interface WorkerJobRow extends JobRow { supplier: Supplier }
+
+/**
+ * A worker's one statement per record: the job (with its supplier) and, when the job is under way
+ * and its supplier not paused, the record claimed as claimRecord does. `record` is undefined when
+ * nothing was claimed (the job ended, was never started, is paused, or the record is finished).
+ */
+export async function claimRecordWithJob(db: Db, jobId: string, line: number): Promise<{ job?: WorkerJobRow; record?: RecordRow }> {
+  const { rows } = await sql<JobRow & {
+    supplier_customer_emails: boolean; supplier_documents_root: string; supplier_created_at: Date;
+    r_line: number | null; r_external_account_number: string | null; r_record: unknown; r_outcome: RecordOutcome;
+    r_step: RecordStep | null; r_created: boolean | null; r_service_account_number: string | null; r_errors: RecordError[];
+    r_attempts: number; r_finished_at: Date | null;
+  }>`WITH job AS (
+      SELECT ${JOB_COLUMNS}, s.customer_emails AS supplier_customer_emails, s.documents_root AS supplier_documents_root,
+        s.created_at AS supplier_created_at
+      FROM ${JOB_FROM} WHERE j.id = ${jobId}::uuid
+    ), claimed AS (
+      UPDATE migration_job_records r SET outcome = 'running', attempts = r.attempts + 1
+      FROM job
+      WHERE r.job_id = ${jobId}::uuid AND r.line = ${line} AND r.outcome IN ('pending', 'running')
+        AND job.state IN ('queued', 'scheduled', 'running') AND job.supplier_status <> 'paused'
+      RETURNING r.line, r.external_account_number, r.record, r.outcome, r.step, r.created, r.service_account_number,
+        r.errors, r.attempts, r.finished_at
+    )
+    SELECT job.*, c.line AS r_line, c.external_account_number AS r_external_account_number, c.record AS r_record,
+      c.outcome AS r_outcome, c.step AS r_step, c.created AS r_created, c.service_account_number AS r_service_account_number,
+      c.errors AS r_errors, c.attempts AS r_attempts, c.finished_at AS r_finished_at
+    FROM job LEFT JOIN claimed c ON true`.execute(db);
+  const row = rows[0];
+  if (!row) return {};
+  const {
+    supplier_customer_emails, supplier_documents_root, supplier_created_at, r_line, r_external_account_number, r_record,
+    r_outcome, r_step, r_created, r_service_account_number, r_errors, r_attempts, r_finished_at, ...job
+  } = row;
+  const supplier: Supplier = {
+    id: job.supplier_id, code: job.supplier_code, organisation_id: job.organisation_id, status: job.supplier_status as Supplier['status'],
+    customer_emails: supplier_customer_emails, documents_root: supplier_documents_root, created_at: supplier_created_at,
+  };
+  return {
+    job: { ...job, supplier },
+    ...(r_line === null ? {} : {
+      record: {
+        job_id: jobId, line: r_line, external_account_number: r_external_account_number, record: r_record, outcome: r_outcome,
+        step: r_step, created: r_created, service_account_number: r_service_account_number, errors: r_errors,
+        attempts: r_attempts, finished_at: r_finished_at,
+      },
+    }),
+  };
 }
 
 export async function finishRecord(db: Db, jobId: string, line: number, result: {

@@ -24,6 +24,11 @@ export const RECORD_DEAD_QUEUE = 'migration_record_dead';
 export const RECORD_KEYS = ['account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
 
 const DISPATCH_BATCH = 1000;
+/**
+ * Record jobs a worker fetches (and completes) together, run at once: fewer of the queue's own
+ * statements per record. Small, since a batch's worker waits for its slowest record.
+ */
+const RECORD_BATCH = 2;
 
 export type JobsWorkerConfig = Pick<Config, 'processConcurrencyLimit' | 'jobRetryLimit' | 'jobRetryDelaySeconds'
   | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'workerConcurrency'>;
@@ -72,7 +77,7 @@ export async function startMigrationWorkers({ db, queue, config, logger, concurr
   await queue.work<{ job_id: string }>(WINDOW_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
     await closeWindow(db, job.data.job_id);
   });
-  await queue.work<{ job_id: string; line: number }>(RECORD_QUEUE, { concurrency, pollingIntervalSeconds: 0.5 }, async (job) => {
+  await queue.work<{ job_id: string; line: number }>(RECORD_QUEUE, { concurrency, pollingIntervalSeconds: 0.5, batchSize: RECORD_BATCH }, async (job) => {
     await runRecordJob(deps, config, logger, job.data, job);
   });
   return {
@@ -109,14 +114,15 @@ async function runRecordJob(
   { retryCount, retryLimit }: { retryCount: number; retryLimit: number },
 ): Promise<void> {
   const { db, queue } = deps;
-  const job = await repo.findJob(db, data.job_id);
+  // The job, its supplier and the record's claim in one statement; the claim is made only while the
+  // job is under way and its supplier not paused.
+  const { job, record } = await repo.claimRecordWithJob(db, data.job_id, data.line);
   if (!job || job.state === 'completed' || job.state === 'cancelled' || job.state === 'open') return;
   if (job.supplier_status === 'paused') {
     // The record waits without using up its retries: a new queue job for later replaces this one.
     await queue.send(RECORD_QUEUE, data, { startAfter: config.jobPauseRecheckSeconds, ...recordPolicy(config) });
     return;
   }
-  const record = await repo.claimRecord(db, data.job_id, data.line);
   if (!record) return;
   if (job.state !== 'running') await repo.markRunning(db, job.id);
   if (job.not_after && job.not_after.getTime() <= Date.now()) {

@@ -16,7 +16,7 @@ import { CreateStatementsBody } from '../statements/statements.schemas.ts';
 import { importStatements } from '../statements/statements.service.ts';
 import { CreateTransactionsBody } from '../transactions/transactions.schemas.ts';
 import { importTransactions } from '../transactions/transactions.service.ts';
-import type { JobRow, RecordRow } from './migration-jobs.repository.ts';
+import type { RecordRow, WorkerJobRow } from './migration-jobs.repository.ts';
 import type { RecordError, RecordStep } from './migration-jobs.schemas.ts';
 
 // One record of a migration job (D11), step by step, each step through the service of its endpoint:
@@ -50,9 +50,11 @@ class StepFailure extends Error {
   constructor(readonly step: RecordStep, readonly errors: RecordError[], readonly transient: boolean) { super(errors[0]?.detail ?? step); }
 }
 
-export async function runRecord(deps: PipelineDeps, job: JobRow, row: RecordRow): Promise<RecordRun> {
+export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): Promise<RecordRun> {
   const record = row.record as Record<string, unknown>;
-  const caller: Caller = { organisationId: job.organisation_id, apiKeyId: 0 };
+  // Each step's service finds the job's supplier in the row read with the record's claim instead of
+  // reading it again: the same row, read moments before, for this record only.
+  const caller: Caller = { organisationId: job.organisation_id, apiKeyId: 0, knownSupplier: job.supplier };
   let created: boolean | null = row.created;
   let number: string | null = row.service_account_number;
   try {
