@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { accountLockHeld, accountLockKey, tryLockAccountExpr } from './import-locks.repository.ts';
+import { accountLockHeld, tryLockAccountExpr } from './import-locks.repository.ts';
 
 // The import process rows (account_imports) and the create attempts. Free functions, executor first.
 type Db = Kysely<Database>;
@@ -53,7 +53,7 @@ export async function findImportStateAndTryLock(
     .where('ai.external_account_number', '=', externalAccountNumber)
     .executeTakeFirst();
   if (!row) return undefined;
-  if (row.locked === null) accountLockKey(row.id);
+  if (row.locked === null) throw new Error(`import id ${row.id} is outside the advisory key range`);
   return { ...row, locked: row.locked === true };
 }
 

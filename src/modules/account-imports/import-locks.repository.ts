@@ -27,8 +27,7 @@ export function accountLockKey(importId: number): string {
 
 /**
  * tryLockAccount as an SQL expression over an import id, so the query that finds the import process
- * also takes its lock. NULL (nothing tried) for an id outside the key range: the caller then throws
- * as accountLockKey does.
+ * also takes its lock. NULL (nothing tried) for an id outside the key range, which the caller refuses as accountLockKey does.
  */
 export function tryLockAccountExpr(importId: RawBuilder<unknown>): RawBuilder<boolean | null> {
   return sql<boolean | null>`CASE WHEN (${importId})::int8 BETWEEN 0 AND ${MAX_IMPORT_ID - 1}::int8
