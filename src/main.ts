@@ -10,6 +10,7 @@ import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
 import { demoBanner, demoKeyFileInUse, seedDemo, writeDemoKeyFile } from './modules/admin/demo-seed.ts';
 import { createTokenService } from './modules/auth/token.service.ts';
+import { openDirectory } from './core/directory.ts';
 import { openQueue, startWorkers } from './workers.ts';
 
 // config → logger → store → migrate → app → listen; graceful shutdown on SIGTERM/SIGINT.
@@ -44,7 +45,8 @@ async function main(): Promise<void> {
   } else if (config.demoSeed) {
     keyFile = await demoKeyFileInUse(store.db, config.dataDir);
   }
-  const tokens = await createTokenService(store.db, config);
+  const directory = await openDirectory(store);
+  const tokens = await createTokenService(store.db, directory, config);
   const queue = await openQueue(store, logger, config);
   const readiness: Readiness = { draining: false };
   const app = await buildApp({ config, store, tokens, queue, logger, readiness });
@@ -56,6 +58,7 @@ async function main(): Promise<void> {
   const stop = async () => {
     await Promise.all([app.close(), workers.stop()]);
     await queue.stop(config.shutdownTimeoutMs);
+    await directory.close();
     await store.close();
     lock?.release();
   };

@@ -7,6 +7,7 @@ import { openStore, type Store } from '../../src/db/store.ts';
 import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/admin.repository.ts';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { storeDirectory } from '../../src/core/directory.ts';
 import type { RawTarget } from '../baselines/raw-db.ts';
 import type { BenchStore } from '../config.ts';
 
@@ -61,7 +62,7 @@ export async function provision(target: Target): Promise<Tenant> {
     await admin.createSupplier(db, supplier, organisation);
     await admin.createSupplier(db, bigSupplier, organisation);
     await admin.createTeam(db, 'bench-team');
-    const tokens = await createTokenService(db, { tokenSecret: TOKEN_SECRET, tokenTtlSeconds: TOKEN_TTL_SECONDS, refreshTokenTtlSeconds: TOKEN_TTL_SECONDS });
+    const tokens = await createTokenService(db, storeDirectory(db), { tokenSecret: TOKEN_SECRET, tokenTtlSeconds: TOKEN_TTL_SECONDS, refreshTokenTtlSeconds: TOKEN_TTL_SECONDS });
     const { token } = await tokens.obtainWithApiKey(apiKey);
     const s = await findSupplierByCode(db, supplier);
     const b = await findSupplierByCode(db, bigSupplier);

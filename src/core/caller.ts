@@ -5,8 +5,9 @@ export interface Caller {
   organisationId: number;
   apiKeyId: number;
   /**
-   * A supplier row the caller's own work read a moment ago (a migration record: the one read with
-   * its job, for that record's steps), used instead of reading it again when a step names it.
+   * The organisation's supplier with this code, or undefined (unknown, or another organisation's: D3).
+   * A request looks it up in the instance's directory (core/directory.ts); a migration record answers
+   * its job's own supplier from the row read with its claim.
    */
-  knownSupplier?: Supplier;
+  findSupplier(code: string): Promise<Supplier | undefined>;
 }

@@ -1,6 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { listenPostgres, type ChannelHandlers, type Unlisten } from './listener.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 import type { Database } from './schema.ts';
 import { typeParsers } from './type-parsers.ts';
@@ -18,6 +19,11 @@ export interface Store {
   readonly kind: StoreKind;
   readonly db: Kysely<Database>;
   withSession<T>(work: (run: RunScript) => Promise<T>): Promise<T>;
+  /**
+   * Subscribes to a NOTIFY channel. On PostgreSQL, over a session of its own that is re-established
+   * when lost (the handlers are told); PGlite is in this process and never loses it.
+   */
+  listen(channel: string, handlers: ChannelHandlers): Promise<Unlisten>;
   close(): Promise<void>;
 }
 
@@ -80,6 +86,7 @@ async function openPostgres(url: string, poolSize: number, limits: SessionLimits
         client.release();
       }
     },
+    listen: (channel, handlers) => listenPostgres(url, channel, handlers, limits.keepAliveInitialDelayMs),
     close: () => db.destroy(),
   };
 }
@@ -97,6 +104,13 @@ async function openPGlite(dataDir: string): Promise<Store> {
           const results = await client.exec(script);
           return (results[results.length - 1]?.rows ?? []) as T[];
         }));
+    },
+    // LISTEN waits its turn on the one session too: run in the middle of another caller's
+    // transaction, it would take effect (or be lost) with that transaction.
+    async listen(channel, handlers) {
+      const unlisten = await db.connection().execute(() => client.listen(channel, handlers.notice));
+      handlers.connected(true);
+      return () => db.connection().execute(() => unlisten());
     },
     close: () => db.destroy(),
   };

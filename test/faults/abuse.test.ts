@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { before, describe, test } from 'node:test';
 import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { storeDirectory } from '../../src/core/directory.ts';
 import { insertImportedAccount, insertStagedOnly } from '../support/accounts.ts';
 import { bodySchemaOf, boundedArrays } from '../support/fuzz.ts';
 import { buildTestApp, call, createTenant, unique } from '../support/test-app.ts';
@@ -88,7 +89,7 @@ describe("another organisation's token: the supplier behaves exactly as an unkno
 describe('authentication on every endpoint', () => {
   let expired = '';
   before(async () => {
-    const shortLived = await createTokenService(t.store.db, { tokenSecret: t.config.tokenSecret, tokenTtlSeconds: 1, refreshTokenTtlSeconds: 1 });
+    const shortLived = await createTokenService(t.store.db, storeDirectory(t.store.db), { tokenSecret: t.config.tokenSecret, tokenTtlSeconds: 1, refreshTokenTtlSeconds: 1 });
     expired = (await shortLived.obtainWithApiKey(owner.apiKey)).token;
     await sleep(2_100);
   });

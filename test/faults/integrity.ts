@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
 import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { storeDirectory } from '../../src/core/directory.ts';
 import { createTenant, type Tenant, type TestApp } from '../support/test-app.ts';
 
 // Shared by the fault tests that run real server processes over PostgreSQL: a store of the test's
@@ -17,7 +18,7 @@ export async function openHarness(url: string): Promise<Harness> {
   const config = loadConfig({ ...process.env, DATABASE_URL: url, DEMO_SEED: 'false' });
   const store = await openStore({ databaseUrl: url, poolSize: 10 });
   await migrate(store);
-  const tokens = await createTokenService(store.db, config);
+  const tokens = await createTokenService(store.db, storeDirectory(store.db), config);
   const t = { store, tokens, config } as unknown as TestApp;
   return { t, close: () => store.close() };
 }

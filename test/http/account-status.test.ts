@@ -54,6 +54,7 @@ describe('GET account-transfer-status/<code>/<ext>/ (spec 4.8, D6)', () => {
     const created = await processAccount(t, tenant, payload.external_account_number);
     assert.equal(created.status, 201);
     await admin.setSupplier(t.store.db, tenant.supplier, { status: 'paused' });
+    await t.directory.sync();
     assert.deepEqual((await statusOf(tenant, payload.external_account_number)).json, {
       status: 'COMPLETED', service_account_number: created.json.service_account_number, last_error: null,
     });

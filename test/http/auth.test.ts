@@ -5,6 +5,7 @@ import { buildApp } from '../../src/app.ts';
 import { openStore } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { storeDirectory } from '../../src/core/directory.ts';
 import { addProbeRoutes, PROBE } from '../support/probe-routes.ts';
 import { buildTestApp, call, createTenant, unique } from '../support/test-app.ts';
 
@@ -167,7 +168,7 @@ describe('the REST guard', () => {
 
   test('an expired token: 401 token_expired; an expired refresh token: token_expired from obtainToken', async () => {
     const tenant = await createTenant(t);
-    const shortLived = await createTokenService(t.store.db, { ...t.config, tokenTtlSeconds: 1, refreshTokenTtlSeconds: 1 });
+    const shortLived = await createTokenService(t.store.db, storeDirectory(t.store.db), { ...t.config, tokenTtlSeconds: 1, refreshTokenTtlSeconds: 1 });
     const pair = await shortLived.obtainWithApiKey(tenant.apiKey);
     assert.equal((await probe(pair.token, tenant.supplier)).status, 200, 'valid before it expires (and on another service over the store)');
     await sleep(2100);
@@ -185,6 +186,7 @@ describe('the REST guard', () => {
     assert.equal((await probe(pair.token, tenant.supplier)).status, 200);
 
     await admin.revokeApiKey(t.store.db, tenant.apiKey.split('.')[0]!);
+    await t.directory.sync();
     const res = await probe(pair.token, tenant.supplier);
     assert.equal(res.status, 401);
     assert.equal(res.json.code, 'authentication_failed');
@@ -199,7 +201,7 @@ describe('the REST guard', () => {
     // On PostgreSQL this is a second pool, as a restarted or second instance would open; PGlite
     // in memory cannot be reopened, so the second app shares the store object.
     const store = t.store.kind === 'postgres' ? await openStore({ databaseUrl: t.config.databaseUrl, poolSize: 2 }) : t.store;
-    const tokens = await createTokenService(store.db, t.config);
+    const tokens = await createTokenService(store.db, storeDirectory(store.db), t.config);
     const app = await buildApp({ config: t.config, store, tokens, queue: t.queue });
     addProbeRoutes(app, store.db, tokens);
     after(async () => {

@@ -13,6 +13,7 @@ import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { findSupplierByCode } from '../../src/modules/admin/admin.repository.ts';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { storeDirectory } from '../../src/core/directory.ts';
 import { loadConfig } from '../../src/config.ts';
 import { unique } from '../support/test-app.ts';
 
@@ -161,7 +162,7 @@ describe('import-admin commands with --json', () => {
 
   test('the store holds what the commands reported', async () => {
     await withStore(async (db) => {
-      const tokens = await createTokenService(db, loadConfig({}));
+      const tokens = await createTokenService(db, storeDirectory(db), loadConfig({}));
       assert.equal(typeof (await tokens.obtainWithApiKey(made.key!)).token, 'string', 'a created key yields a token');
       await assert.rejects(tokens.obtainWithApiKey(made.revokedKey!), { code: 'authentication_failed' });
       assert.equal((await findSupplierByCode(db, supplier))?.status, 'complete');

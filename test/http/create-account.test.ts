@@ -150,6 +150,7 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
       const tenant = await createTenant(t);
       const payload = await stage(t, tenant);
       await admin.setSupplier(db, tenant.supplier, { status });
+      await t.directory.sync();
       const res = await processAccount(t, tenant, payload.external_account_number, { operations_team_name: unique('no-team') });
       assert.equal(res.status, 400);
       assert.deepEqual(res.json, fieldError(`import_supplier_${status}`, 'import_supplier_code', `Import supplier "${tenant.supplier}" is ${status}.`));

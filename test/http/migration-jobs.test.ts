@@ -105,6 +105,7 @@ describe('POST migration-jobs/', () => {
     const res = await post({ import_supplier: tenant.supplier, operations_team_name: tenant.team, not_before: '2030-01-02T00:00:00Z', not_after: '2030-01-01T00:00:00Z' });
     assert.deepEqual(res.json, { detail: 'The request failed validation.', code: 'invalid', errors: [{ code: 'invalid_date_range', attr: 'not_after', detail: 'not_after must be after not_before.' }] });
     await admin.setSupplier(db, tenant.supplier, { status: 'complete' });
+    await t.directory.sync();
     assert.deepEqual((await post({ import_supplier: tenant.supplier, operations_team_name: tenant.team })).json, {
       detail: `Import supplier "${tenant.supplier}" is complete.`, code: 'import_supplier_complete',
       errors: [{ detail: `Import supplier "${tenant.supplier}" is complete.`, code: 'import_supplier_complete', attr: 'import_supplier' }],
@@ -351,10 +352,12 @@ describe('job states', () => {
     const job = await newJob(tenant);
     await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier) }]);
     await admin.setSupplier(db, tenant.supplier, { status: 'paused' });
+    await t.directory.sync();
     assert.equal((await action(tenant, job.id, 'start')).json.state, 'paused');
     await new Promise((resolve) => setTimeout(resolve, 1500));
     assert.deepEqual((await getJob(tenant, job.id)).counts, { ...ZERO, total: 1, pending: 1 });
     await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
+    await t.directory.sync();
     assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, succeeded: 1 });
   });
 });

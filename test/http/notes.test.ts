@@ -137,6 +137,7 @@ describe('POST notes/create/', () => {
   test('a paused supplier does not block notes (D6)', async () => {
     const { tenant, account } = await setup();
     await admin.setSupplier(t.store.db, tenant.supplier, { status: 'paused' });
+    await t.directory.sync();
     assert.equal((await post(tenant, account.externalAccountNumber, [{ body: 'x' }])).status, 201);
   });
 

@@ -117,6 +117,7 @@ describe('POST historical-statements/create/', () => {
     assert.equal(foreign.json.errors[0].attr, 'import_supplier');
 
     await admin.setSupplier(t.store.db, tenant.supplier, { status: 'complete' });
+    await t.directory.sync();
     assert.equal((await post(tenant, account.externalAccountNumber, [statement('S', '2024-01-01', '2024-01-31')])).status, 201);
   });
 

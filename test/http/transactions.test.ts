@@ -257,6 +257,7 @@ describe('POST transactions/create/: supplier and account', () => {
   test('a paused or complete supplier still takes transactions (D6)', async () => {
     const { tenant, account } = await setup();
     await admin.setSupplier(t.store.db, tenant.supplier, { status: 'complete' });
+    await t.directory.sync();
     const res = await post(tenant, account.externalAccountNumber, [charge('A')]);
     assert.equal(res.status, 201);
   });

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { authGuard, callerOf } from '../../src/http/auth.ts';
-import { findCallerSupplier, requireCallerSupplier } from '../../src/core/suppliers.ts';
+import { requireCallerSupplier } from '../../src/core/suppliers.ts';
 import { AppError } from '../../src/core/errors.ts';
 import type { TokenService } from '../../src/modules/auth/token.service.ts';
 
@@ -23,14 +23,14 @@ export function addProbeRoutes(app: FastifyInstance, db: Kysely<Database>, token
   // A read: another organisation's supplier is a 404, exactly like an unknown one.
   app.get(`${PROBE}/suppliers/:code/`, { onRequest, schema: { hide: true } }, async (request) => {
     const { code } = request.params as { code: string };
-    const supplier = await findCallerSupplier(db, callerOf(request), code);
+    const supplier = await callerOf(request).findSupplier(code);
     if (!supplier) throw new AppError('not_found', `No import supplier with code "${code}".`);
     return { code: supplier.code, organisation_id: callerOf(request).organisationId };
   });
   // A write: strict body validation, then the supplier check at its attr.
   app.post(`${PROBE}/suppliers/`, { onRequest, schema: { hide: true, body: ProbeBody } }, async (request) => {
     const body = request.body as { import_supplier: string };
-    const supplier = await requireCallerSupplier(db, callerOf(request), body.import_supplier, 'import_supplier');
+    const supplier = await requireCallerSupplier(callerOf(request), body.import_supplier, 'import_supplier');
     return { code: supplier.code };
   });
   app.post(`${PROBE}/boom/`, { onRequest, schema: { hide: true } }, async () => {

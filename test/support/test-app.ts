@@ -7,6 +7,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService, type TokenService } from '../../src/modules/auth/token.service.ts';
+import { openDirectory, type Directory } from '../../src/core/directory.ts';
 import type { JobQueue } from '../../src/queue/queue.ts';
 import { openQueue, startWorkers } from '../../src/workers.ts';
 import { isolatedDatabaseUrl } from './imports.ts';
@@ -21,6 +22,12 @@ export interface TestApp {
   config: Config;
   tokens: TokenService;
   queue: JobQueue;
+  /**
+   * The app's directory of keys and suppliers: after changing either through import-admin's functions,
+   * `await t.directory.sync()` before a request that must see the change (on PostgreSQL the notice
+   * arrives over the network, a moment after the commit).
+   */
+  directory: Directory;
 }
 
 const quiet = { info() {}, warn() {}, error() {} };
@@ -34,16 +41,18 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
   const config = loadConfig({ DEMO_SEED: 'false', ...env, DATABASE_URL: databaseUrl });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 50 });
   await migrate(store);
-  const tokens = await createTokenService(store.db, config);
+  const directory = await openDirectory(store);
+  const tokens = await createTokenService(store.db, directory, config);
   const queue = await openQueue(store, quiet, config);
   const app = await buildApp({ config, store, tokens, queue });
   const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: quiet }) : null;
   after(async () => {
     await Promise.all([app.close(), workers?.stop()]);
     await queue.stop(1000);
+    await directory.close();
     await store.close();
   });
-  return { app, store, config, tokens, queue };
+  return { app, store, config, tokens, queue, directory };
 }
 
 export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;

@@ -9,7 +9,7 @@ import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from './account-data.examples.t
 
 // Spec 4.1 / D5: validates account data and echoes it; stores nothing. Order (D4): the auth guard,
 // the body schema (with the cross-field rules), then the supplier (D3).
-export const accountDataRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+export const accountDataRoutes: FastifyPluginAsync<RouteDeps> = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/validate-account/', {
     schema: {
       tags: ['Account import'],
@@ -28,7 +28,7 @@ export const accountDataRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db
     // The echo is the data exactly as sent (already validated): no serializer may drop or reshape it.
     serializerCompiler: () => (data) => JSON.stringify(data),
   }, async (request) => {
-    await requireCallerSupplier(db, callerOf(request), request.body.import_supplier, 'import_supplier');
+    await requireCallerSupplier(callerOf(request), request.body.import_supplier, 'import_supplier');
     return request.body;
   });
 };

@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { findCallerSupplier } from '../../core/suppliers.ts';
 import { AppError } from '../../core/errors.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
@@ -15,7 +14,7 @@ export const STREAM_CHUNK_ROWS = 1000;
 
 /** An unknown supplier and another organisation's look the same (D3). */
 async function supplierIdOf(db: Kysely<Database>, caller: Caller, code: string): Promise<number> {
-  const supplier = await findCallerSupplier(db, caller, code);
+  const supplier = await caller.findSupplier(code);
   if (!supplier) throw new AppError('not_found', `No import supplier with code "${code}".`);
   return supplier.id;
 }

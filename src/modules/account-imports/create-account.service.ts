@@ -45,7 +45,7 @@ const RETRY_AFTER_SECONDS = '2';
 class DryRunRollback extends Error {}
 
 export async function createAccount(deps: CreateAccountDeps, caller: Caller, body: ProcessAccountBody): Promise<ProcessAccountResponse> {
-  const supplier = await requireCallerSupplier(deps.db, caller, body.import_supplier_code, 'import_supplier_code');
+  const supplier = await requireCallerSupplier(caller, body.import_supplier_code, 'import_supplier_code');
   const startedAt = new Date();
   const dryRun = body.dry_run === true;
   const attempt = { supplierId: supplier.id, externalAccountNumber: body.external_account_number, dryRun, startedAt };

@@ -15,7 +15,7 @@ import * as errors from './import-errors.ts';
 export interface StageResult { created: boolean; body: StageAccountResponse }
 
 export async function stageAccount(db: Kysely<Database>, caller: Caller, data: AccountData): Promise<StageResult> {
-  const supplier = await requireCallerSupplier(db, caller, data.import_supplier, 'import_supplier');
+  const supplier = await requireCallerSupplier(caller, data.import_supplier, 'import_supplier');
   requireSupplierOpen(supplier, 'import_supplier');
   const ext = data.external_account_number;
   const body = { import_supplier: supplier.code, external_account_number: ext };

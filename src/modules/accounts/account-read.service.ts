@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { findCallerSupplier } from '../../core/suppliers.ts';
 import type { Caller } from '../../core/caller.ts';
 import { countNotes, findPinnedNotes } from '../notes/notes.repository.ts';
 import { findStatements } from '../statements/statements.repository.ts';
@@ -21,7 +20,7 @@ import { accountNotFound } from './imported-account.ts';
 export async function readAccount(
   db: Kysely<Database>, caller: Caller, bucket: string, supplierCode: string, externalAccountNumber: string,
 ): Promise<AccountView> {
-  const supplier = await findCallerSupplier(db, caller, supplierCode);
+  const supplier = await caller.findSupplier(supplierCode);
   if (!supplier) throw accountNotFound(externalAccountNumber, null);
   const located = (path: string) => ({ document_path: path, location: documentLocation(bucket, supplier.documents_root, path) });
 

@@ -26,11 +26,6 @@ export function findApiKeyByPrefix(db: Db, prefix: string) {
   return db.selectFrom('api_keys').selectAll().where('prefix', '=', prefix).executeTakeFirst();
 }
 
-export function findActiveApiKey(db: Db, id: number) {
-  return db.selectFrom('api_keys').select(['id', 'organisation_id']).where('id', '=', id).where('revoked_at', 'is', null)
-    .executeTakeFirst();
-}
-
 export function apiKeysOf(db: Db, organisationId: number) {
   return db.selectFrom('api_keys').select(['prefix', 'created_at', 'revoked_at']).where('organisation_id', '=', organisationId)
     .orderBy('created_at').orderBy('id').execute();

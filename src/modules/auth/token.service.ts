@@ -3,15 +3,17 @@ import { createSigner, createVerifier, TokenError } from 'fast-jwt';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Caller } from '../../core/caller.ts';
+import type { Directory } from '../../core/directory.ts';
 import { AppError } from '../../core/errors.ts';
-import { findActiveApiKey, findApiKeyByPrefix } from '../admin/admin.repository.ts';
+import { findApiKeyByPrefix } from '../admin/admin.repository.ts';
 import { secretMatches, splitKey } from '../admin/api-keys.ts';
 import { insertRefreshToken, revokeFamily, useRefreshToken } from './refresh-tokens.repository.ts';
 
 // Tokens are HS256 JWTs naming the organisation and the API key they came from. The signing key is
 // TOKEN_SECRET when configured, otherwise one generated once and kept in the store, so every
-// instance and every restart verifies the same tokens. A revoked key's tokens fail the guard,
-// which looks the key up on each request. Refresh tokens rotate on use, with their state in the
+// instance and every restart verifies the same tokens. A revoked key's tokens fail the guard, which
+// looks the key up on each request in the instance's directory (core/directory.ts: in memory, and
+// told of a revocation by the store on commit). Refresh tokens rotate on use, with their state in the
 // store (migration 008), so that rotation and reuse detection hold across instances.
 const SIGNING_KEY_SETTING = 'token_signing_key';
 const ISSUER = 'account-migration-import';
@@ -20,13 +22,16 @@ export interface TokenPair { token: string; expiresIn: number; refreshToken: str
 
 export interface TokenServiceOptions { tokenSecret?: string | undefined; tokenTtlSeconds: number; refreshTokenTtlSeconds: number }
 
+/** The parts of a Caller a token carries; the service adds the directory lookups. */
+type Identity = Pick<Caller, 'organisationId' | 'apiKeyId'>;
+
 export interface TokenService {
   obtainWithApiKey(apiKey: string): Promise<TokenPair>;
   obtainWithRefreshToken(refreshToken: string): Promise<TokenPair>;
   authenticate(token: string): Promise<Caller>;
 }
 
-export async function createTokenService(db: Kysely<Database>, options: TokenServiceOptions): Promise<TokenService> {
+export async function createTokenService(db: Kysely<Database>, directory: Directory, options: TokenServiceOptions): Promise<TokenService> {
   // HS256 with node's synchronous HMAC (fast-jwt): a verification is a few microseconds of CPU on
   // the request's own turn, not an asynchronous WebCrypto job per request.
   const secret = options.tokenSecret ?? await storedSigningKey(db);
@@ -37,7 +42,7 @@ export async function createTokenService(db: Kysely<Database>, options: TokenSer
 
   // Each refresh token is a row (refresh-tokens.repository.ts) in a family that starts at an API key:
   // trading one marks it used and issues its successor; a used one presented again revokes the family.
-  async function issue(executor: Kysely<Database> | Transaction<Database>, caller: Caller, familyId: string): Promise<TokenPair> {
+  async function issue(executor: Kysely<Database> | Transaction<Database>, caller: Identity, familyId: string): Promise<TokenPair> {
     const now = Math.floor(Date.now() / 1000);
     const sign = (typ: string, jti: string, exp: number): string =>
       signToken({ typ, key: caller.apiKeyId, sub: String(caller.organisationId), iss: ISSUER, iat: now, jti, exp });
@@ -52,7 +57,7 @@ export async function createTokenService(db: Kysely<Database>, options: TokenSer
     };
   }
 
-  async function verify(token: string, typ: 'access' | 'refresh'): Promise<Caller & { jti: string | undefined }> {
+  async function verify(token: string, typ: 'access' | 'refresh'): Promise<Identity & { jti: string | undefined }> {
     let payload: { typ?: unknown; key?: unknown; sub?: unknown; jti?: string };
     try {
       payload = verifyToken(token);
@@ -63,7 +68,7 @@ export async function createTokenService(db: Kysely<Database>, options: TokenSer
       throw failed();
     }
     if (payload.typ !== typ || typeof payload.key !== 'number') throw failed();
-    const key = await findActiveApiKey(db, payload.key);
+    const key = await directory.activeKey(payload.key);
     if (!key || String(key.organisation_id) !== payload.sub) throw failed();
     return { organisationId: key.organisation_id, apiKeyId: key.id, jti: payload.jti };
   }
@@ -88,8 +93,8 @@ export async function createTokenService(db: Kysely<Database>, options: TokenSer
       throw failed();
     },
     async authenticate(token) {
-      const { jti: _jti, ...caller } = await verify(token, 'access');
-      return caller;
+      const { organisationId, apiKeyId } = await verify(token, 'access');
+      return { organisationId, apiKeyId, findSupplier: (code) => directory.supplier(organisationId, code) };
     },
   };
 }

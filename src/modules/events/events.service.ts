@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { findCallerSupplier } from '../../core/suppliers.ts';
 import { AppError } from '../../core/errors.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
@@ -15,7 +14,7 @@ import { feedPage, findFeedPosition, type EventRow } from './events.repository.t
  * a reader believe it is up to date.
  */
 export async function eventFeed(db: Kysely<Database>, caller: Caller, query: EventsQuery): Promise<Event[]> {
-  const supplier = await findCallerSupplier(db, caller, query.import_supplier);
+  const supplier = await caller.findSupplier(query.import_supplier);
   if (!supplier) throw new AppError('not_found', `No import supplier with code "${query.import_supplier}".`);
   let after = null;
   if (query.after !== undefined) {

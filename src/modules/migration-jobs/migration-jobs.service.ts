@@ -43,7 +43,7 @@ async function requireJob(db: Db, caller: Caller, id: string): Promise<repo.JobR
 }
 
 export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Promise<Job> {
-  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   // A paused supplier may have jobs (they wait); a complete one takes no more accounts.
   if (supplier.status === 'complete') {
     throw AppError.field('import_supplier_complete', `Import supplier "${supplier.code}" is complete.`, 'import_supplier');
@@ -69,7 +69,7 @@ export async function getJob(db: Db, caller: Caller, id: string): Promise<Job> {
 }
 
 export async function listJobs(db: Db, caller: Caller, query: ListJobsQuery): Promise<{ jobs: Job[]; nextCursor: string | null }> {
-  const supplier = await requireCallerSupplier(db, caller, query.import_supplier, 'import_supplier');
+  const supplier = await requireCallerSupplier(caller, query.import_supplier, 'import_supplier');
   const size = query.page_size ?? 100;
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const rows = await repo.listJobs(db, supplier.id, size + 1, after);

@@ -8,6 +8,7 @@ import { validateAccountData, type AccountData } from '../account-data/account-d
 import { createAccount } from '../account-imports/create-account.service.ts';
 import { stageAccount } from '../account-imports/stage-account.service.ts';
 import type { Caller } from '../../core/caller.ts';
+import { readSupplier } from '../../core/directory.ts';
 import { CreateNotesBody } from '../notes/notes.schemas.ts';
 import { importNotes } from '../notes/notes.service.ts';
 import { CreatePaymentInstructionBody } from '../payment-instructions/payment-instructions.schemas.ts';
@@ -54,7 +55,11 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
   const record = row.record as Record<string, unknown>;
   // Each step's service finds the job's supplier in the row read with the record's claim instead of
   // reading it again: the same row, read moments before, for this record only.
-  const caller: Caller = { organisationId: job.organisation_id, apiKeyId: 0, knownSupplier: job.supplier };
+  const caller: Caller = {
+    organisationId: job.organisation_id,
+    apiKeyId: 0,
+    findSupplier: (code) => (code === job.supplier.code ? Promise.resolve(job.supplier) : readSupplier(deps.db, job.organisation_id, code)),
+  };
   let created: boolean | null = row.created;
   let number: string | null = row.service_account_number;
   try {

@@ -17,7 +17,7 @@ import { findNotesWithBodies, insertNotes, type NoteRow, type StoredNote } from 
  * request, or in a concurrent identical request, finds the first one.
  */
 export async function importNotes(db: Kysely<Database>, caller: Caller, body: CreateNotesBody): Promise<CreateNotesResponse> {
-  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   const now = new Date(Math.floor(Date.now() / 1000) * 1000);
   return db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);

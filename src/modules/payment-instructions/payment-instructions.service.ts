@@ -20,7 +20,7 @@ type Db = Kysely<Database>;
 export async function createPaymentInstruction(
   db: Db, caller: Caller, body: CreatePaymentInstructionBody,
 ): Promise<CreatePaymentInstructionReply> {
-  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   const account = await findImportedAccount(db, supplier.id, body.external_account_number);
   const vendor = await repo.findVendorByCode(db, body.vendor);
   if (!vendor) throw AppError.field('payment_vendor_not_found', `No payment vendor with code "${body.vendor}".`, 'vendor');

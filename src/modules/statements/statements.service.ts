@@ -21,7 +21,7 @@ interface Period { id: string; from: string; to: string }
  * Answers the validated data.
  */
 export async function importStatements(db: Kysely<Database>, caller: Caller, body: CreateStatementsBody): Promise<CreateStatementsBody> {
-  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   await db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
     const stored = await findStatements(trx, account.id);

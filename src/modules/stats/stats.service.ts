@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Caller } from '../../core/caller.ts';
 import { AppError } from '../../core/errors.ts';
-import { findCallerSupplier } from '../../core/suppliers.ts';
 import type { Database } from '../../db/schema.ts';
 import { findJob } from '../migration-jobs/migration-jobs.repository.ts';
 import { jobView } from '../migration-jobs/migration-jobs.service.ts';
@@ -45,7 +44,7 @@ export async function callerSuppliers(db: Kysely<Database>, caller: Caller): Pro
 
 /** Another organisation's supplier and an unknown one answer alike (D3). */
 async function requireSupplier(db: Kysely<Database>, caller: Caller, code: string) {
-  const supplier = await findCallerSupplier(db, caller, code);
+  const supplier = await caller.findSupplier(code);
   if (!supplier) throw new AppError('not_found', `No import supplier with code "${code}".`);
   return supplier;
 }

@@ -26,7 +26,7 @@ const NOTE_LISTS_AT_MOST = 20;
 export async function importTransactions(
   db: Kysely<Database>, caller: Caller, body: CreateTransactionsBody, options: ImportOptions,
 ): Promise<CreateTransactionsResponse> {
-  const supplier = await requireCallerSupplier(db, caller, body.import_supplier, 'import_supplier');
+  const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   return db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
     const periodStart = await findOpenPeriodStart(trx, account.id);
