@@ -13,6 +13,8 @@ export interface Ctx {
   target: Target;
   tenant: Tenant;
   raw: RawTarget;
+  /** The same baselines' database, for untimed seeding through the store code (no process owns it between rows). */
+  rawTarget: Target;
   rawTenant: Tenant;
   factory: PayloadFactory;
   /** The service; scenarios that must own the store (PGlite seeding) restart it through `restart`. */
@@ -30,7 +32,7 @@ export interface Ctx {
 
 export const V1 = '/v1/data-import';
 
-export const fromLoad = (r: LoadResult): Figures => ({ rps: r.rps, p50: r.latencyMs.p50, p99: r.latencyMs.p99, non2xx: r.non2xx, errors: r.errors, codes: r.statusCodes });
+export const fromLoad = (r: LoadResult): Figures => ({ rps: r.rps, p50: r.latencyMs.p50, p99: r.latencyMs.p99, non2xx: r.non2xx, errors: r.errors, codes: r.statusCodes, firstError: r.firstFailure });
 
 export function log(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);

@@ -96,11 +96,12 @@ export async function migrationJob(ctx: Ctx): Promise<void> {
   ctx.rows.push({
     store: ctx.store, what, connections: workers,
     service: { rps, cpuMsPerRequest: cpuMs / Math.max(1, succeeded), non2xx: failed, codes: failed ? Object.fromEntries(job.errors_by_code.map((e) => [e.code, e.count])) : {} },
-    baseline: { label: 'raw SQL, same rows', rps: base.rps, p50: base.latencyMs.p50, p99: base.latencyMs.p99, errors: base.failed, cpuMsPerRequest: base.cpuMs / Math.max(1, base.ok) },
+    baseline: { label: 'raw SQL, same rows', rps: base.rps, p50: base.latencyMs.p50, p99: base.latencyMs.p99, errors: base.failed, firstError: base.firstError,
+      cpuMsPerRequest: base.cpuMs / Math.max(1, base.ok) },
     ratio, target, pass: ratio === undefined ? null : clean && ratio >= 0.5,
     note: `req/s = records/s from start to completed (${seconds.toFixed(1)} s), CPU ms/req = service CPU per record (baseline: its client's); upload ${(records / sent.seconds).toFixed(0)} records/s, `
       + `${(sent.bytes / MB).toFixed(0)} MB; ${workers} workers (WORKER_CONCURRENCY), baseline ${workers} concurrent`
-      + `${base.failed ? `; baseline: ${base.failed} failed (${base.firstError})` : ''}${failed ? `; job ${job.state}, ${failed} records not succeeded${why}` : ''}`
+      + `${failed ? `; job ${job.state}, ${failed} records not succeeded${why}` : ''}`
       + `${timedOut ? `; not finished in ${limitSeconds} s (${succeeded} of ${records} succeeded; rate so far), then cancelled` : ''}`,
   });
 }

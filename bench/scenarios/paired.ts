@@ -5,14 +5,19 @@ import type { Ctx } from './context.ts';
 
 // A ratio row measures baseline and service alternately, BENCH_ROUNDS times, each round a share of
 // BENCH_SECONDS: on a shared machine the load of the neighbours then weighs on both sides alike.
-export interface Round { cpuMs?: number | undefined; ok: number; seconds: number; p50: number; p99: number; non2xx: number; errors: number; codes: Record<string, number>; next: number }
+export interface Round {
+  cpuMs?: number | undefined; ok: number; seconds: number; p50: number; p99: number; non2xx: number; errors: number; codes: Record<string, number>; next: number;
+  firstError?: string | undefined;
+}
 export type Side = (seconds: number, warmupSeconds: number, start: number) => Promise<Round>;
 
 export const fromLoadRound = (r: LoadResult): Round => ({
   ok: r.ok, seconds: r.seconds, p50: r.latencyMs.p50, p99: r.latencyMs.p99, non2xx: r.non2xx, errors: r.errors, codes: r.statusCodes, next: r.next,
+  firstError: r.firstFailure,
 });
 export const fromLoopRound = (r: LoopResult): Round => ({
   ok: r.ok, seconds: r.seconds, p50: r.latencyMs.p50, p99: r.latencyMs.p99, non2xx: 0, errors: r.failed, codes: {}, next: r.next,
+  firstError: r.firstError,
 });
 
 const median = (values: number[]) => {
@@ -34,6 +39,7 @@ function combine(rounds: Round[]): Figures & { next: number } {
     non2xx: rounds.reduce((a, r) => a + r.non2xx, 0),
     errors: rounds.reduce((a, r) => a + r.errors, 0),
     codes,
+    firstError: rounds.find((r) => r.firstError !== undefined)?.firstError,
     next: rounds.at(-1)?.next ?? 0,
   };
 }

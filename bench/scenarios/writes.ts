@@ -6,11 +6,16 @@ import { ratioRow } from '../lib/report.ts';
 import { transactionsBody } from '../lib/transactions-payload.ts';
 import { log, routeExists, V1, type Ctx } from './context.ts';
 import { fromLoadRound, fromLoopRound, paired, type Side } from './paired.ts';
+import { stageUntimed, withDatabase } from './seed.ts';
 
 // validate-account, staging, account creation and transactions: each the service under load
 // against its baseline at the same concurrency, alternating in rounds (paired.ts).
 const TEMPLATES = 50;
 const RESTAGE_SET = 1000;
+/** Run without the staging row, create stages this many accounts per second of its load on each side. */
+const CREATE_STAGED_PER_SECOND = 600;
+/** Accounts the transaction batches go to (one template each). */
+const TRANSACTION_ACCOUNTS = 16;
 
 /**
  * The service (or the echo server) under autocannon from a separate process. The server's own CPU
@@ -28,7 +33,7 @@ export const http = (ctx: Ctx, server: () => Server, connections: number, source
   };
 
 /** A raw baseline script in a separate process. */
-const raw = (script: string, connections: number, input: Record<string, unknown>): Side =>
+export const rawBaseline = (script: string, connections: number, input: Record<string, unknown>): Side =>
   async (seconds, warmupSeconds, start) => fromLoopRound(await runJsonChild<LoopResult>(script, { ...input, connections, seconds, warmupSeconds, start }));
 
 export async function validateAccount(ctx: Ctx): Promise<void> {
@@ -57,7 +62,7 @@ export async function staging(ctx: Ctx): Promise<void> {
   const rawInput = { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, templates };
   const service = (cycle?: number) => http(ctx, () => ctx.server(), c, (start) => ({ kind: 'template', method: 'POST', path, templates, start, ...(cycle ? { cycle } : {}) }));
   log(`${ctx.store}: stage (new) vs raw INSERT … ON CONFLICT, ${c} connections`);
-  const fresh = await paired(ctx, raw('bench/baselines/raw-stage.ts', c, rawInput), service());
+  const fresh = await paired(ctx, rawBaseline('bench/baselines/raw-stage.ts', c, rawInput), service());
   ctx.rows.push(ratioRow({ store: ctx.store, what: 'stage (new)', connections: c, service: fresh.service,
     baseline: { label: 'raw INSERT … ON CONFLICT', ...fresh.baseline }, target: '≥ 70% of baseline' }, 0.7));
 
@@ -66,7 +71,7 @@ export async function staging(ctx: Ctx): Promise<void> {
   const cycle = Math.max(1, Math.min(RESTAGE_SET, Math.floor(sent / 2)));
   ctx.staged = { prefix: 'S', from: cycle, to: sent };
   log(`${ctx.store}: re-stage of a set of ${cycle} accounts`);
-  const again = await paired(ctx, raw('bench/baselines/raw-stage.ts', c, { ...rawInput, cycle }), service(cycle));
+  const again = await paired(ctx, rawBaseline('bench/baselines/raw-stage.ts', c, { ...rawInput, cycle }), service(cycle));
   ctx.rows.push(ratioRow({ store: ctx.store, what: 're-stage', connections: c, service: again.service,
     baseline: { label: 'raw INSERT … ON CONFLICT', ...again.baseline }, target: '≥ 70% of baseline', note: `a set of ${cycle} accounts` }, 0.7));
 }
@@ -75,7 +80,7 @@ export async function createAccounts(ctx: Ctx): Promise<void> {
   const path = `${V1}/account-import-process/process/`;
   const what = 'create account';
   if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, what, '≥ 50% of baseline', 'endpoint not built yet');
-  if (!ctx.staged) return notRun(ctx, what, '≥ 50% of baseline', 'nothing staged to create');
+  ctx.staged ??= await stageForCreate(ctx);
   const c = ctx.cfg.connections.create;
   // The service's own pending list says which were staged: a request autocannon prepared at the end
   // of a round may never have been sent, so the counters alone can name an account never staged.
@@ -89,9 +94,9 @@ export async function createAccounts(ctx: Ctx): Promise<void> {
   }));
   log(`${ctx.store}: create account vs raw SQL (one transaction per account), ${c} concurrent, ${bodies.length} staged accounts`);
   const r = await paired(ctx,
-    raw('bench/baselines/raw-create.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId }),
+    rawBaseline('bench/baselines/raw-create.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId }),
     http(ctx, () => ctx.server(), c, (start) => ({ kind: 'bodies', method: 'POST', path, bodies, start })));
-  ctx.created = externals.slice(0, 16);
+  ctx.created = externals.slice(0, TRANSACTION_ACCOUNTS);
   ctx.rows.push(ratioRow({ store: ctx.store, what, connections: c, service: r.service,
     baseline: { label: 'raw SQL, 1 tx/account', ...r.baseline }, target: '≥ 50% of baseline; p99 reported',
     note: r.service.next >= bodies.length ? 'ran out of staged accounts' : undefined }, 0.5));
@@ -101,17 +106,62 @@ export async function transactions(ctx: Ctx): Promise<void> {
   const path = `${V1}/transactions/create/`;
   const what = 'transactions, batches of 500';
   if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, what, '≥ 50% of baseline', 'endpoint not built yet');
-  if (ctx.created.length === 0) return notRun(ctx, what, '≥ 50% of baseline', 'no created accounts to import onto');
+  if (ctx.created.length === 0) ctx.created = await createForTransactions(ctx);
   const c = ctx.cfg.connections.transactions;
   const marker = JSON.stringify(MARK).slice(1, -1);
   const templates = ctx.created.map((external) => JSON.stringify(transactionsBody(ctx.tenant.supplier, external, 500, MARK)).split(marker));
   log(`${ctx.store}: transactions (batches of 500 onto ${templates.length} accounts) vs raw multi-row INSERT, ${c} connections`);
   const r = await paired(ctx,
-    raw('bench/baselines/raw-transactions.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, templates }),
+    rawBaseline('bench/baselines/raw-transactions.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, templates }),
     http(ctx, () => ctx.server(), c, (start) => ({ kind: 'template', method: 'POST', path, templates, start })));
   ctx.rows.push(ratioRow({ store: ctx.store, what, connections: c, service: r.service,
     baseline: { label: 'raw multi-row INSERT', ...r.baseline }, target: '≥ 50% of baseline',
     note: `body ${(templates[0]!.join('1').length / 1024).toFixed(0)} KB; req/s = batches/s` }, 0.5));
+}
+
+/**
+ * Create run without the staging row (BENCH_ONLY=create): both databases get the same staged
+ * accounts, untimed and more than either side creates in the row's seconds, so the row measures
+ * creates and not an empty list.
+ */
+async function stageForCreate(ctx: Ctx): Promise<NonNullable<Ctx['staged']>> {
+  const count = CREATE_STAGED_PER_SECOND * (ctx.cfg.seconds + ctx.cfg.warmupSeconds);
+  const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'S', TEMPLATES);
+  log(`${ctx.store}: create without the staging row: staging ${count} accounts in each database, untimed`);
+  await withDatabase(ctx, 'service', (store) => stageUntimed(store, ctx.tenant.supplierId, 'S', templates, 0, count));
+  await withDatabase(ctx, 'raw', (store) => stageUntimed(store, ctx.rawTenant.supplierId, 'S', templates, 0, count));
+  return { prefix: 'S', from: 0, to: count };
+}
+
+/**
+ * Transactions run without the create row (BENCH_ONLY=transactions): the accounts the batches go to,
+ * made untimed on each side the way that row makes them (staged and created over HTTP in the service;
+ * staged and created by raw-create.ts in the baselines' database, where raw-transactions.ts finds them).
+ */
+async function createForTransactions(ctx: Ctx): Promise<string[]> {
+  const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'T', TRANSACTION_ACCOUNTS);
+  log(`${ctx.store}: transactions without the create row: creating ${TRANSACTION_ACCOUNTS} accounts on each side, untimed`);
+  const externals: string[] = [];
+  const post = async (path: string, body: string) => {
+    const res = await fetch(`${ctx.server().url}${V1}${path}`, { method: 'POST', headers: { ...ctx.headers, 'content-type': 'application/json' }, body });
+    if (!res.ok) throw new Error(`POST ${path} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+  };
+  for (let n = 0; n < TRANSACTION_ACCOUNTS; n++) {
+    const external = `T-${n}`;
+    await post('/account-import-process/create-or-update/', templates[n]!.join(String(n)));
+    await post('/account-import-process/process/', JSON.stringify({
+      external_account_number: external, import_supplier_code: ctx.tenant.supplier, operations_team_name: ctx.tenant.team,
+    }));
+    externals.push(external);
+  }
+  await withDatabase(ctx, 'raw', (store) => stageUntimed(store, ctx.rawTenant.supplierId, 'T', templates, 0, TRANSACTION_ACCOUNTS));
+  // raw-create.ts creates every pending account of the supplier, then stops: these, well within its time.
+  const made = await runJsonChild<LoopResult>('bench/baselines/raw-create.ts',
+    { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId, connections: 1, seconds: 300, warmupSeconds: 0 });
+  if (made.ok !== TRANSACTION_ACCOUNTS || made.failed) {
+    throw new Error(`raw-create made ${made.ok} of ${TRANSACTION_ACCOUNTS} accounts${made.firstError ? `: ${made.firstError}` : ''}`);
+  }
+  return externals;
 }
 
 export function notRun(ctx: Ctx, what: string, target: string, note: string): void {
