@@ -20,6 +20,7 @@ import type { RouteDeps } from './http/route-deps.ts';
 import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from './core/validation.ts';
 import { accountDataRoutes } from './modules/account-data/account-data.routes.ts';
 import { accountImportsRoutes } from './modules/account-imports/account-imports.routes.ts';
+import { createStagingWriter } from './modules/account-imports/staging-writer.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import type { TokenService } from './modules/auth/token.service.ts';
 import type { JobQueue } from './queue/queue.ts';
@@ -119,7 +120,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
     return { status: 'ready' };
   });
 
-  const deps: RouteDeps = { db: store.db, config, tokens, queue };
+  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging: createStagingWriter(store) };
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));

@@ -1,6 +1,7 @@
 import type { Config } from './config.ts';
 import type { Store } from './db/store.ts';
 import { defineEmailQueue, startOutboxSender, type SenderLogger } from './modules/email/outbox.sender.ts';
+import { createStagingWriter } from './modules/account-imports/staging-writer.ts';
 import { defineMigrationQueues, startMigrationWorkers } from './modules/migration-jobs/migration-jobs.worker.ts';
 import { defineWebhookQueues, startWebhookWorkers } from './modules/webhooks/webhooks.worker.ts';
 import { createJobQueue, type JobQueue } from './queue/queue.ts';
@@ -40,7 +41,9 @@ export async function startWorkers({ store, queue, config, logger }: {
   const outbox = await startOutboxSender({
     db: store.db, queue, config, logger, concurrency: Math.min(2, config.workerConcurrency),
   });
-  const migrations = await startMigrationWorkers({ db: store.db, queue, config, logger, concurrency: config.workerConcurrency });
+  const migrations = await startMigrationWorkers({
+    db: store.db, staging: createStagingWriter(store), queue, config, logger, concurrency: config.workerConcurrency,
+  });
   const webhooks = await startWebhookWorkers({ db: store.db, queue, config, logger });
   return {
     async stop() {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
+import type { StagingWriter } from '../modules/account-imports/staging-writer.ts';
 import type { TokenService } from '../modules/auth/token.service.ts';
 import type { JobQueue } from '../queue/queue.ts';
 
@@ -10,4 +11,6 @@ export interface RouteDeps {
   config: Config;
   tokens: TokenService;
   queue: JobQueue;
+  /** Writes stages, committing concurrent ones together: one per store (staging-writer.ts). */
+  staging: StagingWriter;
 }

@@ -22,7 +22,7 @@ const TAGS = ['Account import'];
 // Staging, creating and following accounts (spec 4.2, 4.3, 4.8–4.11; D6, D7). HTTP only: the services
 // decide everything.
 export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, deps) => {
-  const { db, config, queue } = deps;
+  const { db, config, queue, staging } = deps;
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.post('/account-import-process/create-or-update/', {
@@ -45,7 +45,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin
       },
     },
   }, async (request, reply) => {
-    const result = await stageAccount(db, callerOf(request), request.body);
+    const result = await stageAccount({ db, staging }, callerOf(request), request.body);
     return reply.code(result.created ? 201 : 200).send(result.body);
   });
 

@@ -20,7 +20,26 @@ export async function recordEvent(trx: Transaction<Database>, event: NewEvent): 
   if (afterRecord) await afterRecord(trx, event);
 }
 
-/** Runs inside the event's transaction, after its insert; a failure fails the change like the insert would. */
+/**
+ * For events a statement of their own module inserted in bulk (the staging group commit writes its
+ * events in the statement that stages): runs the after-record hook as recordEvent would, once per
+ * supplier of the batch with that supplier's first event, since what the hook does (the webhooks'
+ * fan-out trigger) depends only on the transaction and the event's supplier.
+ */
+export async function eventsRecorded(trx: Transaction<Database>, events: readonly NewEvent[]): Promise<void> {
+  if (!afterRecord) return;
+  const told = new Set<number>();
+  for (const event of events) {
+    if (told.has(event.supplierId)) continue;
+    told.add(event.supplierId);
+    await afterRecord(trx, event);
+  }
+}
+
+/**
+ * Runs inside the event's transaction, after its insert; a failure fails the change like the insert
+ * would. It must depend only on the transaction and the event's supplier (see eventsRecorded).
+ */
 export type EventRecordedHook = (trx: Transaction<Database>, event: NewEvent) => Promise<void>;
 let afterRecord: EventRecordedHook | null = null;
 

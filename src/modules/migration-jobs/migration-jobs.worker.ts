@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
+import type { StagingWriter } from '../account-imports/staging-writer.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { recordEvent } from '../events/events.repository.ts';
 import * as repo from './migration-jobs.repository.ts';
@@ -63,11 +64,11 @@ export interface JobsWorkerLogger {
   error(obj: object, msg: string): void;
 }
 
-export async function startMigrationWorkers({ db, queue, config, logger, concurrency }: {
-  db: Kysely<Database>; queue: JobQueue; config: JobsWorkerConfig; logger: JobsWorkerLogger; concurrency: number;
+export async function startMigrationWorkers({ db, staging, queue, config, logger, concurrency }: {
+  db: Kysely<Database>; staging: StagingWriter; queue: JobQueue; config: JobsWorkerConfig; logger: JobsWorkerLogger; concurrency: number;
 }): Promise<{ stop(): Promise<void> }> {
   await defineMigrationQueues(queue, config);
-  const deps: PipelineDeps = { db, queue, processConcurrencyLimit: config.processConcurrencyLimit };
+  const deps: PipelineDeps = { db, staging, queue, processConcurrencyLimit: config.processConcurrencyLimit };
   await queue.work<{ job_id: string }>(DISPATCH_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, async (job) => {
     await dispatch(db, queue, job.data.job_id, config);
   });

@@ -7,6 +7,7 @@ import type { JobQueue } from '../../queue/queue.ts';
 import { validateAccountData, type AccountData } from '../account-data/account-data.schemas.ts';
 import { createAccount } from '../account-imports/create-account.service.ts';
 import { stageAccount } from '../account-imports/stage-account.service.ts';
+import type { StagingWriter } from '../account-imports/staging-writer.ts';
 import type { Caller } from '../../core/caller.ts';
 import { readSupplier } from '../../core/directory.ts';
 import { CreateNotesBody } from '../notes/notes.schemas.ts';
@@ -29,6 +30,8 @@ import type { RecordError, RecordStep } from './migration-jobs.schemas.ts';
 
 export interface PipelineDeps {
   db: Kysely<Database>;
+  /** The process's staging writer: a record's stage is committed with the stages running beside it. */
+  staging: StagingWriter;
   queue: JobQueue;
   processConcurrencyLimit: number;
 }
@@ -73,7 +76,7 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
     const ext = account.external_account_number;
     let imported = false;
     try {
-      await stageAccount(deps.db, caller, account);
+      await stageAccount(deps, caller, account);
     } catch (error) {
       const known = alreadyImportedNumber(error);
       if (known === null) throw asStepFailure('account', error, 'account');
