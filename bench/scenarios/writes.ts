@@ -38,7 +38,7 @@ export const rawBaseline = (script: string, connections: number, input: Record<s
 
 export async function validateAccount(ctx: Ctx): Promise<void> {
   const path = `${V1}/validate-account/`;
-  if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, 'validate-account', '≥ 60% of baseline', 'endpoint not built yet');
+  if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, 'validate-account', '≥ 35% of baseline', 'endpoint not built yet');
   const c = ctx.cfg.connections.validate;
   const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'V', TEMPLATES);
   log(`${ctx.store}: validate-account vs a bare Fastify echo, ${c} connections, ${ctx.cfg.rounds} rounds`);
@@ -46,9 +46,9 @@ export async function validateAccount(ctx: Ctx): Promise<void> {
   const r = await paired(ctx, http(ctx, () => ctx.echo, c, source('/echo')), http(ctx, () => ctx.server(), c, source(path)));
   ctx.rows.push(ratioRow({
     store: ctx.store, what: 'validate-account', connections: c, service: r.service,
-    baseline: { label: 'bare Fastify echo', ...r.baseline }, target: '≥ 60% of baseline',
+    baseline: { label: 'bare Fastify echo', ...r.baseline }, target: '≥ 35% of baseline',
     note: `body ${(templates[0]!.join('1').length / 1024).toFixed(1)} KB`,
-  }, 0.6));
+  }, 0.35));
 }
 
 export async function staging(ctx: Ctx): Promise<void> {
@@ -64,7 +64,7 @@ export async function staging(ctx: Ctx): Promise<void> {
   log(`${ctx.store}: stage (new) vs raw INSERT … ON CONFLICT, ${c} connections`);
   const fresh = await paired(ctx, rawBaseline('bench/baselines/raw-stage.ts', c, rawInput), service());
   ctx.rows.push(ratioRow({ store: ctx.store, what: 'stage (new)', connections: c, service: fresh.service,
-    baseline: { label: 'raw INSERT … ON CONFLICT', ...fresh.baseline }, target: '≥ 70% of baseline' }, 0.7));
+    baseline: { label: 'raw INSERT … ON CONFLICT', ...fresh.baseline }, target: '≥ 80% of baseline' }, 0.8));
 
   // Accounts [0, cycle) are re-staged; the rest (less the last few, maybe never sent) are created later.
   const sent = Math.max(0, fresh.service.next - 2 * c);
@@ -73,7 +73,7 @@ export async function staging(ctx: Ctx): Promise<void> {
   log(`${ctx.store}: re-stage of a set of ${cycle} accounts`);
   const again = await paired(ctx, rawBaseline('bench/baselines/raw-stage.ts', c, { ...rawInput, cycle }), service(cycle));
   ctx.rows.push(ratioRow({ store: ctx.store, what: 're-stage', connections: c, service: again.service,
-    baseline: { label: 'raw INSERT … ON CONFLICT', ...again.baseline }, target: '≥ 70% of baseline', note: `a set of ${cycle} accounts` }, 0.7));
+    baseline: { label: 'raw INSERT … ON CONFLICT', ...again.baseline }, target: '≥ 80% of baseline', note: `a set of ${cycle} accounts` }, 0.8));
 }
 
 export async function createAccounts(ctx: Ctx): Promise<void> {

@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { isRealDate } from './dates.ts';
 import { attrOf, pathOf } from './field-errors.ts';
 import { decimalPlacesOf, inexactNumbersOf } from './json-numbers.ts';
 import type { RuleCheck } from './rules.ts';
@@ -14,6 +15,8 @@ import type { RuleCheck } from './rules.ts';
 // - `utc-date-time`, and integer widths for the OpenAPI document.
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv, formats: string[]) => Ajv;
+
+const UTC_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
 
 /** The rules of the schema being compiled: Ajv compiles synchronously, so one slot is enough. */
 type CompiledRule = ((value: unknown, ctx?: { instancePath: string }) => boolean) & { errors?: Partial<ErrorObject>[] };
@@ -41,16 +44,19 @@ export function createAjv(options: { coerce: boolean }): Ajv {
     strict: true,
     strictRequired: false,
     allowUnionTypes: true,
+    // Each `$ref` stays a call to its own function (validation.ts splitByName says why).
+    inlineRefs: false,
   });
-  addFormats(ajv, ['date', 'email']);
+  addFormats(ajv, ['email']);
+  // A real calendar date: the same answer as ajv-formats' `date`, with the service's one date check.
+  ajv.addFormat('date', { type: 'string', validate: isRealDate });
   // Integer widths, for the OpenAPI document: each such integer also has the minimum and maximum
   // that enforce the width, so the format itself checks nothing (one error per problem).
   for (const width of ['int32', 'int64']) ajv.addFormat(width, { type: 'number', validate: () => true });
   // UTC only, with Z, whole seconds or a fraction (spec 2.1, D5).
   ajv.addFormat('utc-date-time', {
     type: 'string',
-    validate: (value: string) =>
-      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(value) && isRealDateTime(value),
+    validate: (value: string) => UTC_DATE_TIME.test(value) && isRealDateTime(value),
   });
   ajv.addVocabulary(['x-error-code', 'x-attr-name']);
   ajv.addKeyword({
@@ -60,7 +66,9 @@ export function createAjv(options: { coerce: boolean }): Ajv {
     errors: false,
     validate: (places: number, value: number, _schema: unknown, ctx?: { instancePath: string; rootData: unknown }) => {
       const sent = ctx ? inexactNumbersOf(ctx.rootData)?.get(attrOf(pathOf(ctx.instancePath))) : undefined;
-      return (sent === undefined ? decimalPlaces(value) : decimalPlacesOf(sent)) <= places;
+      if (sent !== undefined) return decimalPlacesOf(sent) <= places;
+      // An integer has no decimals, whatever its shortest text (1e+21) says.
+      return Number.isInteger(value) || decimalPlaces(value) <= places;
     },
   });
   ajv.addKeyword({
@@ -70,15 +78,17 @@ export function createAjv(options: { coerce: boolean }): Ajv {
     compile: (name: string) => {
       const ruleCheck = compilingRules?.get(name);
       if (!ruleCheck) throw new Error(`no cross-field rule named ${name} travels with this schema`);
+      // Ajv reads `errors` only after a false answer, so a passing value allocates nothing here.
       const check: CompiledRule = (value, ctx) => {
         const found = ruleCheck(value);
+        if (found.length === 0) return true;
         check.errors = found.map((f): Partial<ErrorObject> => ({
           keyword: 'x-rules',
           instancePath: `${ctx?.instancePath ?? ''}${f.path ? `/${f.path.split('.').join('/')}` : ''}`,
           params: { code: f.code },
           message: f.detail,
         }));
-        return found.length === 0;
+        return false;
       };
       return check;
     },
@@ -86,14 +96,24 @@ export function createAjv(options: { coerce: boolean }): Ajv {
   return ajv;
 }
 
+/**
+ * Of a value of UTC_DATE_TIME's shape: a real date, and a time of day 00:00:00 to 23:59:59 (Date
+ * would read 24:00:00 as the next day and refuses a 60th second, so neither names what was sent).
+ */
 function isRealDateTime(value: string): boolean {
-  const date = new Date(value);
-  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 19) === value.slice(0, 19);
+  return isRealDate(value.slice(0, 10)) && twoDigits(value, 11) <= 23 && twoDigits(value, 14) <= 59 && twoDigits(value, 17) <= 59;
+}
+
+function twoDigits(text: string, at: number): number {
+  return (text.charCodeAt(at) - 48) * 10 + text.charCodeAt(at + 1) - 48;
 }
 
 function decimalPlaces(value: number): number {
   if (!Number.isFinite(value)) return Infinity;
   const text = String(value);
+  // The usual case, a plain decimal (1.25): the digits after the point.
+  const point = text.indexOf('.');
+  if (point >= 0 && !text.includes('e')) return text.length - point - 1;
   const exp = text.match(/e([+-]\d+)$/);
   const mantissa = exp ? text.slice(0, exp.index) : text;
   const decimals = mantissa.includes('.') ? mantissa.split('.')[1]!.length : 0;

@@ -3,48 +3,88 @@
 // 5874897 AD and starts at 4713 BC, while a year 0000 or 10000 breaks the arithmetic and the text
 // form) and the business never sees a date no supply contract can have. Dates are compared and
 // shifted as day numbers, never as strings.
+//
+// Every date of every body passes through here several times, so the checks read the digits and do
+// calendar arithmetic (proleptic Gregorian, as JavaScript's Date) instead of building Date objects.
 
 export const DATE_MIN = '1900-01-01';
 export const DATE_MAX = '2100-12-31';
 
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const MS_PER_DAY = 86_400_000;
+const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** `count` ASCII digits of `text` from `at` as a number, or -1 when any is not a digit 0-9. */
+function digitsAt(text: string, at: number, count: number): number {
+  let n = 0;
+  for (let i = at; i < at + count; i += 1) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+/** Year, month and day of a `YYYY-MM-DD` string (the parts may be out of range), or null. */
+function partsOf(value: string): [number, number, number] | null {
+  if (value.length !== 10 || value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45) return null;
+  const year = digitsAt(value, 0, 4);
+  const month = digitsAt(value, 5, 2);
+  const day = digitsAt(value, 8, 2);
+  return year < 0 || month < 0 || day < 0 ? null : [year, month, day];
+}
+
+function isLeapYear(year: number): boolean {
+  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+}
+
+function isRealDay(year: number, month: number, day: number): boolean {
+  return month >= 1 && month <= 12 && day >= 1 && day <= (month === 2 && isLeapYear(year) ? 29 : DAYS_IN_MONTH[month]!);
+}
+
+/** Days since 1970-01-01 of a real date (H. Hinnant's days_from_civil). */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146_097 + dayOfEra - 719_468;
+}
 
 /** A real calendar date in YYYY-MM-DD form (UTC, no time zone involved). */
 export function isRealDate(value: unknown): value is string {
   if (typeof value !== 'string') return false;
-  const m = DATE.exec(value);
-  if (!m) return false;
-  const d = utcDate(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
-  return d.getUTCFullYear() === Number(m[1]) && d.getUTCMonth() === Number(m[2]) - 1 && d.getUTCDate() === Number(m[3]);
+  const parts = partsOf(value);
+  return parts !== null && isRealDay(parts[0], parts[1], parts[2]);
 }
 
 /** Days since 1970-01-01 of a real YYYY-MM-DD date: the value dates are compared by. */
 export function dayNumber(date: string): number {
-  const m = DATE.exec(date);
-  if (!m) throw new Error(`not a YYYY-MM-DD date: ${date}`);
-  return utcDate(Number(m[1]), Number(m[2]) - 1, Number(m[3])).getTime() / MS_PER_DAY;
-}
-
-// Date.UTC reads years 0-99 as 1900-1999; setUTCFullYear takes them as written.
-function utcDate(year: number, monthIndex: number, day: number): Date {
+  const parts = partsOf(date);
+  if (!parts) throw new Error(`not a YYYY-MM-DD date: ${date}`);
+  const [year, month, day] = parts;
+  if (isRealDay(year, month, day)) return daysFromCivil(year, month, day);
+  // Not a real date (callers check first): a month or day out of range rolls over, as Date does.
   const d = new Date(0);
-  d.setUTCFullYear(year, monthIndex, day);
-  return d;
-}
-
-/** Today in UTC, YYYY-MM-DD. */
-export function todayUtc(now = new Date()): string {
-  return now.toISOString().slice(0, 10);
+  // Date.UTC reads years 0-99 as 1900-1999; setUTCFullYear takes them as written.
+  d.setUTCFullYear(year, month - 1, day);
+  return d.getTime() / MS_PER_DAY;
 }
 
 export interface DateProblem { code: 'min_value' | 'max_value'; detail: string }
 
+const MIN_DAY = dayNumber(DATE_MIN);
+const MAX_DAY = dayNumber(DATE_MAX);
+const TOO_EARLY: DateProblem = Object.freeze({ code: 'min_value', detail: `Ensure this date is on or after ${DATE_MIN}.` });
+const TOO_LATE: DateProblem = Object.freeze({ code: 'max_value', detail: `Ensure this date is on or before ${DATE_MAX}.` });
+const IN_FUTURE: DateProblem = Object.freeze({ code: 'max_value', detail: 'Ensure this date is not in the future.' });
+
 /** Why a real date breaks the rule (out of range, or in the future when `notFuture`), or null. */
-export function dateProblem(date: string, options: { notFuture?: boolean } = {}): DateProblem | null {
+export function dateProblem(date: string, options?: { notFuture?: boolean }): DateProblem | null {
   const day = dayNumber(date);
-  if (day < dayNumber(DATE_MIN)) return { code: 'min_value', detail: `Ensure this date is on or after ${DATE_MIN}.` };
-  if (day > dayNumber(DATE_MAX)) return { code: 'max_value', detail: `Ensure this date is on or before ${DATE_MAX}.` };
-  if (options.notFuture && day > dayNumber(todayUtc())) return { code: 'max_value', detail: 'Ensure this date is not in the future.' };
+  if (day < MIN_DAY) return TOO_EARLY;
+  if (day > MAX_DAY) return TOO_LATE;
+  // Today's day number in UTC: whole days since 1970-01-01.
+  if (options?.notFuture && day > Math.floor(Date.now() / MS_PER_DAY)) return IN_FUTURE;
   return null;
 }

@@ -43,7 +43,7 @@ function toFieldError(e: ErrorObject): FieldError | null {
     case 'enum':
     case 'const': {
       const allowed = (e.keyword === 'enum' ? (schema as unknown[]) : [schema]).map(String).join(', ');
-      return { code: 'invalid_choice', detail: `"${String(e.data)}" is not a valid choice. Allowed: ${allowed}.`, attr: attrOf(path) };
+      return { code: 'invalid_choice', detail: `"${textOf(e.data)}" is not a valid choice. Allowed: ${allowed}.`, attr: attrOf(path) };
     }
     case 'maxLength':
       return { code: 'max_length', detail: `Ensure this field has no more than ${String(schema)} characters.`, attr: attrOf(path) };
@@ -78,7 +78,7 @@ function toFieldError(e: ErrorObject): FieldError | null {
     case 'discriminator': {
       const tag = String(params.tag);
       return params.error === 'mapping'
-        ? { code: 'invalid_choice', detail: `"${String((e.data as Record<string, unknown>)?.[tag])}" is not a valid choice.`, attr: attrOf([...path, tag]) }
+        ? { code: 'invalid_choice', detail: `"${textOf((e.data as Record<string, unknown>)?.[tag])}" is not a valid choice.`, attr: attrOf([...path, tag]) }
         : e.data && typeof e.data === 'object' && tag in e.data
           ? { code: 'invalid', detail: 'Expected a string.', attr: attrOf([...path, tag]) }
           : { code: 'required', detail: 'This field is required.', attr: attrOf([...path, tag]) };
@@ -91,6 +91,18 @@ function toFieldError(e: ErrorObject): FieldError | null {
       return null; // the branch errors already say what is wrong
     default:
       return { code: 'invalid', detail: e.message ?? 'Invalid value.', attr: attrOf(path) };
+  }
+}
+
+/**
+ * A value as String() writes it. String() throws on an object without a prototype (built in code,
+ * never by a JSON parse) or an array holding one; such a value reads as its kind ([object Object]).
+ */
+function textOf(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
   }
 }
 

@@ -12,9 +12,11 @@ export const INEXACT_NUMBER_DETAIL = 'This number cannot be kept exactly as sent
 
 const inexactByDocument = new WeakMap<object, Map<string, string>>();
 
-// Any run of 16 digits, 17 digits-and-dot, or a digit, an exponent marker and a digit. Strings may
-// match too (a serial number, a hex id): that only costs the full pass.
-const MAYBE_INEXACT = /\d{16}|[\d.]{17}|\d[eE][+-]?\d/;
+// The start of a literal that could be inexact: 16 digits, 17 digits-and-dot, or a mantissa with an
+// exponent. In a document that is an object or an array, every number follows a `[`, `:` or `,` and
+// JSON white space; text inside strings may match too ("ref: 1E5 …"), which only costs the full pass.
+// Anchoring at that delimiter keeps hex ids and serial numbers ("A1E5-…") from matching every time.
+const MAYBE_INEXACT = /[[:,]\s*-?(?:\d{16}|[\d.]{17}|\d[\d.]*[eE])/;
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
 /** Scans `text` (already parsed into `document`) and records the numbers the parse changed. */

@@ -6,10 +6,15 @@ import { dayNumber, isRealDate } from './dates.ts';
 // so it is in neither the JSON the validator compiles nor the OpenAPI document), which resolves every
 // name while it compiles. Nothing is registered by import side effects.
 // A rule receives the value even when other parts failed, so it must be defensive.
+// Rules run on every value they mark, on every body: a rule that finds nothing answers NO_FINDINGS
+// rather than a new empty array.
 
 /** One problem a rule found; `path` is relative to the marked value, dot form, '' for the value itself. */
 export interface RuleFinding { path: string; code: string; detail: string }
-export type RuleCheck = (value: unknown) => RuleFinding[];
+export type RuleCheck = (value: unknown) => readonly RuleFinding[];
+
+/** What a rule answers when it finds nothing (shared, frozen). */
+export const NO_FINDINGS: readonly RuleFinding[] = Object.freeze([]);
 export type RuleMap = Readonly<Record<string, RuleCheck>>;
 
 const RULES: unique symbol = Symbol('cross-field rules');
@@ -46,7 +51,7 @@ export function dateRangeRule(from: string, to: string): RuleCheck {
     const end = item?.[to];
     return isRealDate(start) && isRealDate(end) && dayNumber(end) < dayNumber(start)
       ? [{ path: to, code: 'invalid_date_range', detail: `${to} must not be before ${from}.` }]
-      : [];
+      : NO_FINDINGS;
   };
 }
 
@@ -54,14 +59,15 @@ export function dateRangeRule(from: string, to: string): RuleCheck {
 export function uniqueItemsRule(arrayField: string, keyField: string): RuleCheck {
   return (value) => {
     const items = (value as Record<string, unknown> | null)?.[arrayField];
-    if (!Array.isArray(items)) return [];
+    if (!Array.isArray(items)) return NO_FINDINGS;
     const seen = new Set<string>();
-    return items.flatMap((item, index) => {
-      const key = (item as Record<string, unknown> | null)?.[keyField];
-      if (typeof key !== 'string') return [];
-      const repeat = seen.has(key);
+    const found: RuleFinding[] = [];
+    for (let index = 0; index < items.length; index += 1) {
+      const key = (items[index] as Record<string, unknown> | null)?.[keyField];
+      if (typeof key !== 'string') continue;
+      if (seen.has(key)) found.push({ path: `${arrayField}.${index}.${keyField}`, code: 'duplicate', detail: `This ${keyField} appears earlier in the request.` });
       seen.add(key);
-      return repeat ? [{ path: `${arrayField}.${index}.${keyField}`, code: 'duplicate', detail: `This ${keyField} appears earlier in the request.` }] : [];
-    });
+    }
+    return found.length > 0 ? found : NO_FINDINGS;
   };
 }

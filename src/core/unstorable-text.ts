@@ -4,9 +4,53 @@ import type { FieldError } from './errors.ts';
  * PostgreSQL cannot store a NUL character in text or jsonb, nor an unpaired UTF-16 surrogate in
  * jsonb. JSON can carry both, so every string and key of a body (free-form values included) is
  * checked here, once, instead of failing at the store. The walk is iterative: bodies nest freely.
+ *
+ * A body parsed from JSON text is usually cleared from its text alone (recordStorableText): JSON
+ * cannot carry a raw NUL (control characters must be escaped), so a NUL or a surrogate in the
+ * document needs a `\u0000` or `\uD800`-`\uDFFF` escape in the text, or a raw surrogate there. Text
+ * with none of them (most bodies) needs no walk at all; text with one is walked as any other value.
  */
-// Runs on every body: plain loops, no closures made per value (tsx's keepNames wraps each one).
-export function findUnstorableText(data: unknown): FieldError[] {
+const NONE: readonly FieldError[] = Object.freeze([]);
+
+// An escape of NUL or of a surrogate, or a raw surrogate (paired ones too: a false alarm only costs the walk).
+const MAYBE_UNSTORABLE = /\\u(?:0000|[dD][89a-fA-F])|[\ud800-\udfff]/;
+
+const clearedDocuments = new WeakSet<object>();
+
+/** Notes that `document`, parsed from `text`, holds no unstorable text, when the text shows it. */
+export function recordStorableText(text: string, document: unknown): void {
+  if (document !== null && typeof document === 'object' && !MAYBE_UNSTORABLE.test(text)) clearedDocuments.add(document);
+}
+
+export function findUnstorableText(data: unknown): readonly FieldError[] {
+  if (data !== null && typeof data === 'object' && clearedDocuments.has(data)) return NONE;
+  return holdsUnstorableText(data) ? unstorableTextOf(data) : NONE;
+}
+
+// Runs on every body not cleared from its text: plain loops, no closures or paths made per value
+// (tsx's keepNames wraps each closure); the paths are built only when something is found.
+function holdsUnstorableText(data: unknown): boolean {
+  const stack: unknown[] = [data];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') {
+      if (isUnstorable(value)) return true;
+    } else if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i += 1) stack.push(value[i]);
+    } else if (value && typeof value === 'object') {
+      const keys = Object.keys(value);
+      for (let i = 0; i < keys.length; i += 1) {
+        const key = keys[i]!;
+        if (isUnstorable(key)) return true;
+        stack.push((value as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
+}
+
+/** Every unstorable string and key, with its field, in document order (at most 100). */
+function unstorableTextOf(data: unknown): FieldError[] {
   const found: FieldError[] = [];
   const stack: Array<[unknown, string]> = [[data, '']];
   while (stack.length > 0 && found.length < 100) {

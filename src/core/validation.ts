@@ -1,4 +1,4 @@
-import type { ValidateFunction } from 'ajv';
+import type { Ajv, ValidateFunction } from 'ajv';
 import { compileWithRules, createAjv } from './ajv.ts';
 import { AppError, type ErrorCode, type FieldError } from './errors.ts';
 import { sortByDocumentOrder, toFieldErrors } from './field-errors.ts';
@@ -22,7 +22,7 @@ export type Validator = (data: unknown) => FieldError[] | null;
 export function compileValidator(schema: object, ajv = bodyAjv): Validator {
   let validate = compiled.get(schema);
   if (!validate) {
-    validate = compileWithRules(ajv, withoutIds(schema), rulesOf(schema));
+    validate = compileWithRules(ajv, splitByName(ajv, schema), rulesOf(schema));
     compiled.set(schema, validate);
   }
   const fn = validate;
@@ -35,12 +35,45 @@ export function compileValidator(schema: object, ajv = bodyAjv): Validator {
   };
 }
 
+/** The key each named schema is registered under, per Ajv instance. */
+const registeredNames = new WeakMap<Ajv, WeakMap<object, string>>();
+let registrations = 0;
+
 /**
- * `$id` names a schema for the OpenAPI document only (a component there). Ajv would register each
- * name and refuse the same named schema twice in one body or across bodies, so it never sees them.
+ * The schema as Ajv gets it: a JSON copy in which every schema named by `$id` below the root is a
+ * `$ref` to that schema, registered once per Ajv instance under a key of its own. `$id` names a
+ * schema for the OpenAPI document (a component there); Ajv is never given one, or it would refuse
+ * the same named schema in two bodies.
+ * Why the references: Ajv writes one function per compiled schema, and inlined, the account data
+ * is one function of about 300 KB of code, more than V8 optimises, so it would run in the
+ * interpreter at half speed or less. With a function per named shape (customer, supply point,
+ * meter, ...) each stays small. The checks, their order and the errors (paths included) are the same.
  */
-function withoutIds(schema: object): object {
-  return JSON.parse(JSON.stringify(schema, (key, value: unknown) => (key === '$id' ? undefined : value))) as object;
+function splitByName(ajv: Ajv, schema: object): object {
+  let names = registeredNames.get(ajv);
+  if (!names) registeredNames.set(ajv, names = new WeakMap());
+  const known = names;
+  const copy = (node: unknown, root: boolean): unknown => {
+    if (Array.isArray(node)) return node.map((item) => copy(item, false));
+    if (node === null || typeof node !== 'object') return node;
+    const id = (node as { $id?: unknown }).$id;
+    if (!root && typeof id === 'string') {
+      let key = known.get(node);
+      if (key === undefined) {
+        registrations += 1;
+        key = `${id}.${registrations}`;
+        known.set(node, key);
+        ajv.addSchema(copy(node, true) as object, key);
+      }
+      return { $ref: key };
+    }
+    const out: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(node)) {
+      if (name !== '$id' && value !== undefined && typeof value !== 'function') out[name] = copy(value, false);
+    }
+    return out;
+  };
+  return copy(schema, true) as object;
 }
 
 /** A number the parse changed, at a field nothing else already refused (one reason is enough). */

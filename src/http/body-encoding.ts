@@ -3,6 +3,7 @@ import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { recordInexactNumbers } from '../core/json-numbers.ts';
+import { recordStorableText } from '../core/unstorable-text.ts';
 
 // How a request body's bytes are read, decided once for the app (issue #14): an encoding or a
 // charset the service would not really decode is refused (415), not read as plain UTF-8.
@@ -12,20 +13,17 @@ import { recordInexactNumbers } from '../core/json-numbers.ts';
 //   stream and encoding (migration-jobs.routes.ts); every other encoding is 415.
 // - `charset`: UTF-8 or none, on every body.
 // - JSON: Fastify's own parser (prototype poisoning refused), then a pass over the text that finds
-//   numbers the parse changed (json-numbers.ts), so validation can refuse them at their field.
+//   numbers the parse changed (json-numbers.ts), so validation can refuse them at their field, and
+//   one that clears a body of NUL and lone surrogates from its text (unstorable-text.ts), so
+//   validation need not walk it for them.
 export function registerBodyReading(app: FastifyInstance, bodyLimit: number): void {
-  app.addHook('preParsing', async (request, _reply, payload) => {
-    if (!hasBody(request)) return payload;
-    const contentType = String(request.headers['content-type'] ?? '');
-    const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType)?.[1]?.toLowerCase();
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      throw new AppError('unsupported_media_type', `Charset "${charset}" is not supported; send the body in UTF-8.`);
+  // A callback hook, not an async one: it runs on every request with a body, and most answer at once.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    try {
+      done(null, bodyStream(request, payload, bodyLimit));
+    } catch (error) {
+      done(error as Error);
     }
-    if (!/^\s*application\/json\s*(;|$)/i.test(contentType)) return payload;
-    const encoding = String(request.headers['content-encoding'] ?? '').trim().toLowerCase();
-    if (encoding === '' || encoding === 'identity') return payload;
-    if (encoding === 'gzip' || encoding === 'x-gzip') return inflated(payload, bodyLimit);
-    throw new AppError('unsupported_media_type', `Content-Encoding "${encoding}" is not supported; use gzip or none.`);
   });
 
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -34,10 +32,31 @@ export function registerBodyReading(app: FastifyInstance, bodyLimit: number): vo
     const text = String(body); // parseAs 'string' hands a string
     // The default parser answers through the callback; it returns nothing to await.
     void parseJson(request, text, (error: Error | null, value?: unknown) => {
-      if (!error) recordInexactNumbers(text, value);
+      if (!error) {
+        recordInexactNumbers(text, value);
+        recordStorableText(text, value);
+      }
       done(error, value);
     });
   });
+}
+
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i;
+const JSON_TYPE = /^\s*application\/json\s*(;|$)/i;
+
+/** The stream the body is parsed from: the request's own, or its gzip inflated; throws a 415. */
+function bodyStream(request: FastifyRequest, payload: Readable, bodyLimit: number): Readable {
+  if (!hasBody(request)) return payload;
+  const contentType = String(request.headers['content-type'] ?? '');
+  const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new AppError('unsupported_media_type', `Charset "${charset}" is not supported; send the body in UTF-8.`);
+  }
+  if (!JSON_TYPE.test(contentType)) return payload;
+  const encoding = String(request.headers['content-encoding'] ?? '').trim().toLowerCase();
+  if (encoding === '' || encoding === 'identity') return payload;
+  if (encoding === 'gzip' || encoding === 'x-gzip') return inflated(payload, bodyLimit);
+  throw new AppError('unsupported_media_type', `Content-Encoding "${encoding}" is not supported; use gzip or none.`);
 }
 
 function hasBody(request: FastifyRequest): boolean {

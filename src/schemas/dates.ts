@@ -1,23 +1,25 @@
 import { Type } from '@sinclair/typebox';
 import { DATE_MAX, DATE_MIN, dateProblem, isRealDate } from '../core/dates.ts';
-import { ruleOf, type RuleFinding } from '../core/rules.ts';
+import { NO_FINDINGS, ruleOf, type RuleFinding } from '../core/rules.ts';
 
 // Dates and datetimes a client sends, carrying the one date rule of src/core/dates.ts. The rules look
 // only at well-formed values: a malformed one already has its `invalid` from the format.
 
 const UTC_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
 
-const asFindings = (problem: Omit<RuleFinding, 'path'> | null): RuleFinding[] => (problem ? [{ path: '', ...problem }] : []);
+const asFindings = (problem: Omit<RuleFinding, 'path'> | null): readonly RuleFinding[] => (problem ? [{ path: '', ...problem }] : NO_FINDINGS);
+
+const NOT_FUTURE = { notFuture: true };
 
 const DATE_RULES = {
-  date: (value) => asFindings(isRealDate(value) ? dateProblem(value) : null),
-  'date-of-birth': (value) => asFindings(isRealDate(value) ? dateProblem(value, { notFuture: true }) : null),
+  date: (value) => (isRealDate(value) ? asFindings(dateProblem(value)) : NO_FINDINGS),
+  'date-of-birth': (value) => (isRealDate(value) ? asFindings(dateProblem(value, NOT_FUTURE)) : NO_FINDINGS),
   'utc-date-time': (value) => {
     const day = typeof value === 'string' && UTC_DATE_TIME.test(value) ? value.slice(0, 10) : null;
     const problem = day && isRealDate(day) ? dateProblem(day) : null;
     return asFindings(problem && { code: problem.code, detail: problem.detail.replace('this date', 'this datetime') });
   },
-} satisfies Record<string, (value: unknown) => RuleFinding[]>;
+} satisfies Record<string, (value: unknown) => readonly RuleFinding[]>;
 
 /** A real calendar date, YYYY-MM-DD (`2023-02-30` is `invalid`), from DATE_MIN to DATE_MAX (`min_value` / `max_value`). */
 export const DateString = Type.String({

@@ -6,6 +6,7 @@ import {
   AccountData, COVER_MATERIALS, ENERGIZATION_STATUSES, METER_BASES, METER_PHASES, METER_STATUSES, REGISTER_TYPES,
   SUPPLY_TYPES, validateAccountData,
 } from '../../src/modules/account-data/account-data.schemas.ts';
+import { phonePatternsCompiledOnce } from '../../src/modules/account-data/phone-library.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant } from '../support/test-app.ts';
@@ -240,6 +241,10 @@ describe('validate-account: UK numbers reserved for drama', () => {
         { detail: drama, code: 'invalid_phone_number', attr: 'customers.0.landline' },
       ],
     });
+  });
+
+  test('the phone library runs with its metadata patterns compiled once (an upgrade that moves its helper fails here)', () => {
+    assert.equal(phonePatternsCompiledOnce, true);
   });
 
   test('an invalid number outside those ranges keeps the format message', async () => {

@@ -1,7 +1,7 @@
 import countries from 'i18n-iso-countries';
-import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
 import { isRealDate } from '../../core/dates.ts';
-import type { RuleCheck } from '../../core/rules.ts';
+import { NO_FINDINGS, type RuleCheck } from '../../core/rules.ts';
+import { parsePhoneNumberFromString, type CountryCode } from './phone-library.ts';
 
 export { isRealDate };
 
@@ -11,9 +11,11 @@ export { isRealDate };
 // They run even when the schema already failed the value, so they look at well-typed, in-bound
 // strings only: a value that is too long or of the wrong type already has its own error.
 
+const ALPHA_2 = /^[A-Z]{2}$/;
+
 /** An ISO 3166-1 alpha-2 code in capitals, as assigned today (i18n-iso-countries). */
 export function isCountryCode(value: string): boolean {
-  return /^[A-Z]{2}$/.test(value) && countries.isValid(value);
+  return ALPHA_2.test(value) && countries.isValid(value);
 }
 
 // ajv-formats' "full" email pattern: a local part, `@`, and a domain of dot-separated labels.
@@ -23,6 +25,8 @@ export function isEmail(value: string): boolean {
   return EMAIL.test(value);
 }
 
+const INTERNATIONAL = { extract: false } as const;
+
 /**
  * A phone number valid by libphonenumber's full metadata. With a leading `+` it is read as
  * international; without one it is read in `country` (and is invalid when there is none).
@@ -30,10 +34,7 @@ export function isEmail(value: string): boolean {
 export function isPhoneNumber(value: string, country?: string): boolean {
   const international = value.startsWith('+');
   if (!international && !country) return false;
-  const parsed = parsePhoneNumberFromString(value, {
-    ...(international ? {} : { defaultCountry: country as CountryCode }),
-    extract: false,
-  });
+  const parsed = parsePhoneNumberFromString(value, international ? INTERNATIONAL : { defaultCountry: country as CountryCode, extract: false });
   return parsed?.isValid() ?? false;
 }
 
@@ -103,22 +104,22 @@ export const FIELD_RULES = {
   'country-code': (value) =>
     inBounds(value, 2) && value !== '' && !isCountryCode(value)
       ? [{ path: '', code: 'invalid_country', detail: `"${value}" is not an ISO 3166-1 alpha-2 country code (for example GB).` }]
-      : [],
+      : NO_FINDINGS,
   'email-or-empty': (value) =>
     inBounds(value, BOUNDS.email) && value !== '' && !isEmail(value)
       ? [{ path: '', code: 'invalid_email', detail: 'Enter a valid email address.' }]
-      : [],
+      : NO_FINDINGS,
   'international-phone': (value) => {
-    if (!inBounds(value, BOUNDS.phone) || isPhoneNumber(value)) return [];
+    if (!inBounds(value, BOUNDS.phone) || isPhoneNumber(value)) return NO_FINDINGS;
     const detail = isDramaNumber(value) ? DRAMA_NUMBER_DETAIL : 'Enter a valid phone number in international format with a leading +.';
     return [{ path: '', code: 'invalid_phone_number', detail }];
   },
   'document-path': (value) =>
     inBounds(value, BOUNDS.documentPath) && value !== '' && !isRelativeDocumentPath(value)
       ? [{ path: '', code: 'invalid_document_path', detail: 'Use a path relative to the documents root: no leading "/", no "..", no empty segment, no "\\".' }]
-      : [],
+      : NO_FINDINGS,
   'free-form': (value) => {
     const problem = value !== undefined ? freeFormProblem(value) : null;
-    return problem ? [{ path: '', ...problem }] : [];
+    return problem ? [{ path: '', ...problem }] : NO_FINDINGS;
   },
 } satisfies Record<string, RuleCheck>;

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ruleOf, type RuleCheck } from '../../core/rules.ts';
+import { NO_FINDINGS, ruleOf, type RuleCheck, type RuleFinding } from '../../core/rules.ts';
 import { UtcDateTime } from '../../schemas/dates.ts';
 import { Nullable, Text } from '../../schemas/text.ts';
 import { BOUNDS, FIELD_RULES } from './field-checks.ts';
@@ -39,18 +39,17 @@ export const Note = Type.Object({
 export type Note = Static<typeof Note>;
 
 /** Cross-field rules of one note; `value` may be of any shape (the schema reports that). */
-function checkNote(value: unknown): ReturnType<RuleCheck> {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
+function checkNote(value: unknown): readonly RuleFinding[] {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return NO_FINDINGS;
   const note = value as Record<string, unknown>;
-  const found: ReturnType<RuleCheck> = [];
   const hasBody = note.body !== undefined && note.body !== null && !(typeof note.body === 'string' && note.body.trim() === '');
   const docs = note.document_paths;
   const hasDocuments = docs !== undefined && docs !== null && !(Array.isArray(docs) && docs.length === 0);
-  if (!hasBody && !hasDocuments) {
-    found.push({ path: '', code: 'required', detail: 'A note needs a body or at least one document path.' });
-  }
-  if (note.unpin_at !== undefined && note.unpin_at !== null && note.is_pinned !== true) {
-    found.push({ path: 'unpin_at', code: 'invalid', detail: 'unpin_at may only be given with is_pinned: true.' });
-  }
+  const needsContent = !hasBody && !hasDocuments;
+  const strayUnpin = note.unpin_at !== undefined && note.unpin_at !== null && note.is_pinned !== true;
+  if (!needsContent && !strayUnpin) return NO_FINDINGS;
+  const found: RuleFinding[] = [];
+  if (needsContent) found.push({ path: '', code: 'required', detail: 'A note needs a body or at least one document path.' });
+  if (strayUnpin) found.push({ path: 'unpin_at', code: 'invalid', detail: 'unpin_at may only be given with is_pinned: true.' });
   return found;
 }

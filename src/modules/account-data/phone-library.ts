@@ -1,0 +1,49 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type * as PhoneLibrary from 'libphonenumber-js/max';
+
+// libphonenumber-js with its full ("max") metadata: D5's real phone-number library. One change to how
+// it runs, none to what it answers. The library tests a number against its metadata through one
+// helper, matchesEntirely(text, pattern), which builds `new RegExp('^(?:' + pattern + ')$')` on every
+// call: about twenty regular expressions per number, some of several hundred characters, which made
+// the phone checks a third of the cost of validating an account. Here each pattern is compiled once
+// and kept. The patterns come from the metadata (a few thousand at most; the map stops growing at
+// MAX_PATTERNS anyway) and a RegExp without the g or y flag keeps no state between tests, so every
+// answer is the library's own (test/http/validate-account.test.ts pins accepted and refused numbers).
+//
+// The helper is replaced in the library's CommonJS build, whose modules look it up on its exports
+// object at every call (`(0, _matchesEntirely.default)(…)`); the ES build binds it once at import and
+// cannot be changed. Should a later version move the helper, nothing is replaced: the same answers,
+// only slower (bench/experiments/validate-profile.ts shows it).
+
+const loadCommonJs = createRequire(import.meta.url);
+const library = loadCommonJs('libphonenumber-js/max') as typeof PhoneLibrary;
+
+const MAX_PATTERNS = 10_000;
+const compiled = new Map<string, RegExp>();
+
+function matchesEntirely(text: string | undefined, pattern: string): boolean {
+  let regExp = compiled.get(pattern);
+  if (regExp === undefined) {
+    regExp = new RegExp(`^(?:${pattern})$`);
+    if (compiled.size < MAX_PATTERNS) compiled.set(pattern, regExp);
+  }
+  return regExp.test(text || '');
+}
+
+/** Whether the library runs with the compiled patterns (a test checks it, so an upgrade that moves the helper is noticed). */
+export let phonePatternsCompiledOnce = false;
+try {
+  // The package's exports map hides its build folder, so the helper is found beside the entry point.
+  const helperFile = join(dirname(loadCommonJs.resolve('libphonenumber-js/max')), '../build/helpers/matchesEntirely.js');
+  const helper = loadCommonJs(helperFile) as { default?: unknown };
+  if (typeof helper.default === 'function') {
+    helper.default = matchesEntirely;
+    phonePatternsCompiledOnce = true;
+  }
+} catch {
+  // Moved or renamed in another version: run the library as it is.
+}
+
+export const { parsePhoneNumberFromString } = library;
+export type { CountryCode } from 'libphonenumber-js/max';
