@@ -159,7 +159,8 @@ describe('the dashboard page', () => {
       await page.locator('input[name=apikey]').fill(tenant.apiKey);
       await page.getByRole('button', { name: 'Sign in' }).click();
       const picker = page.getByTestId('supplier');
-      await picker.waitFor();
+      // The picker can be on the page before its options (they come from a request of their own).
+      await picker.locator('option').first().waitFor({ state: 'attached' });
       assert.deepEqual(await picker.locator('option').allTextContents(), [tenant.supplier]);
       await picker.selectOption(tenant.supplier);
       await page.getByTestId('job').waitFor();
