@@ -8,8 +8,12 @@ import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
-// Migration jobs (D11) over HTTP, with the queue workers of this process running the records.
-const t = await buildTestApp({ WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0', JOB_PAUSE_RECHECK_SECONDS: '1' });
+// Migration jobs (D11) over HTTP, with the queue workers of this process running the records. A
+// window of 3 records on the queue per job, so most jobs here are sent to the queue in several goes.
+const WINDOW = 3;
+const t = await buildTestApp({
+  WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0', JOB_PAUSE_RECHECK_SECONDS: '1', JOB_DISPATCH_WINDOW: String(WINDOW),
+});
 const db = t.store.db;
 const vendor = await startFakeVendor();
 const BASE = '/v1/data-import/migration-jobs/';
@@ -359,6 +363,33 @@ describe('job states', () => {
     await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
     await t.directory.sync();
     assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, succeeded: 1 });
+  });
+});
+
+describe('the dispatch window', () => {
+  test('a job keeps at most JOB_DISPATCH_WINDOW records on the queue, and sends the rest as those finish', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, Array.from({ length: 8 }, () => ({ account: accountPayload(tenant.supplier) })));
+    // Paused, the sent records wait on the queue and none finishes: the window stays full.
+    await admin.setSupplier(db, tenant.supplier, { status: 'paused' });
+    await t.directory.sync();
+    assert.equal((await action(tenant, job.id, 'start')).json.state, 'paused');
+    const sent = async () => {
+      const { rows } = await sql<{ enqueued: boolean; n: number }>`SELECT enqueued, count(*)::int AS n FROM migration_job_records
+        WHERE job_id = ${job.id}::uuid GROUP BY enqueued ORDER BY enqueued`.execute(db);
+      return rows.map((r) => [r.enqueued, r.n]);
+    };
+    await waitUntil(async () => JSON.stringify(await sent()) === JSON.stringify([[false, 5], [true, WINDOW]]), 'the first window sent');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.deepEqual(await sent(), [[false, 5], [true, WINDOW]]);
+    const { rows: queued } = await sql<{ n: number }>`SELECT count(DISTINCT data->>'line')::int AS n FROM pgboss.job
+      WHERE name = 'migration_record' AND data->>'job_id' = ${job.id} AND state < 'completed'`.execute(db);
+    assert.equal(queued[0]!.n, WINDOW);
+    await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
+    await t.directory.sync();
+    assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 8, succeeded: 8 });
+    assert.deepEqual(await sent(), [[true, 8]]);
   });
 });
 

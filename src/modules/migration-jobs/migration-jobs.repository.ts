@@ -130,6 +130,18 @@ export async function appendRecords(trx: Transaction<Database>, jobId: string, r
   await sql`UPDATE migration_jobs SET total_lines = total_lines + ${records.length} WHERE id = ${jobId}::uuid`.execute(trx);
 }
 
+/** Records of the job on the queue and not finished, counted up to `cap`. */
+export async function countInFlight(trx: Transaction<Database>, jobId: string, cap: number): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM (SELECT 1 FROM migration_job_records
+    WHERE job_id = ${jobId}::uuid AND enqueued AND outcome IN ('pending', 'running') LIMIT ${cap}) AS r`.execute(trx);
+  return rows[0]?.n ?? 0;
+}
+
+export async function hasUnsent(trx: Transaction<Database>, jobId: string): Promise<boolean> {
+  const { rows } = await sql`SELECT 1 FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' AND NOT enqueued LIMIT 1`.execute(trx);
+  return rows.length > 0;
+}
+
 /** The next records to put on the queue, marked as sent in the same transaction. */
 export async function takeUnsent(trx: Transaction<Database>, jobId: string, limit: number): Promise<number[]> {
   const { rows } = await sql<{ line: number }>`UPDATE migration_job_records SET enqueued = true

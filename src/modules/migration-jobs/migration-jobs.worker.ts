@@ -8,8 +8,9 @@ import * as repo from './migration-jobs.repository.ts';
 import { runRecord, type PipelineDeps } from './record-pipeline.ts';
 
 // The migration jobs on the queue (D11). Three queues:
-// - migration_dispatch {job_id}: puts the job's pending records on the record queue, a batch per
-//   transaction (each record marked `enqueued` with its job), so a crash mid-way resumes where it was;
+// - migration_dispatch {job_id}: keeps up to DISPATCH_WINDOW of the job's pending records on the
+//   record queue (JOB_DISPATCH_WINDOW; each record marked `enqueued` with its job, so a crash mid-way resumes where it
+//   was), and comes back while records are left to send;
 // - migration_record {job_id, line}: runs one record (record-pipeline.ts) on any worker of any
 //   instance. Transient failures are retried by the queue with backoff; a worker killed mid-record
 //   leaves the queue job active until it expires, then it runs again and the record is claimed again;
@@ -24,7 +25,9 @@ export const RECORD_DEAD_QUEUE = 'migration_record_dead';
 /** The keys a record may have (D11); any other is unknown_field at upload. */
 export const RECORD_KEYS = ['account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
 
-const DISPATCH_BATCH = 1000;
+/** How soon the dispatcher looks again while records are left: sooner when the last look sent some. */
+const TOP_UP_AFTER_MS = 500;
+const RECHECK_FULL_AFTER_MS = 2000;
 /**
  * Record jobs a worker fetches (and completes) together, run at once: fewer of the queue's own
  * statements per record. Small, since a batch's worker waits for its slowest record.
@@ -32,7 +35,7 @@ const DISPATCH_BATCH = 1000;
 const RECORD_BATCH = 2;
 
 export type JobsWorkerConfig = Pick<Config, 'processConcurrencyLimit' | 'jobRetryLimit' | 'jobRetryDelaySeconds'
-  | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'workerConcurrency'>;
+  | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'jobDispatchWindow' | 'workerConcurrency'>;
 
 export async function defineMigrationQueues(queue: JobQueue, config: JobsWorkerConfig): Promise<void> {
   await queue.define(DISPATCH_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, expireInSeconds: 900 });
@@ -88,17 +91,29 @@ export async function startMigrationWorkers({ db, staging, queue, config, logger
   };
 }
 
-/** Sends the job's unsent pending records to the record queue, a batch per transaction. */
+/**
+ * Tops the job's records on the queue up to its window (JOB_DISPATCH_WINDOW), in line order, in one transaction with
+ * their `enqueued` marks; while records are left to send, the same transaction queues the next look.
+ * The job ends here only when it had nothing to run (every line judged at upload).
+ */
 export async function dispatch(db: Kysely<Database>, queue: JobQueue, jobId: string, config: JobsWorkerConfig): Promise<void> {
-  for (;;) {
-    const sent = await db.transaction().execute(async (trx) => {
-      const lines = await repo.takeUnsent(trx, jobId, DISPATCH_BATCH);
-      await queue.sendMany(RECORD_QUEUE, lines.map((line) => ({ job_id: jobId, line })), { trx, ...recordPolicy(config) });
-      return lines.length;
-    });
-    if (sent < DISPATCH_BATCH) break;
-  }
-  await finishIfDone(db, jobId);
+  const left = await db.transaction().execute(async (trx) => {
+    // The queue's fetch reads every waiting job of its queue to pick the oldest, so a whole book sent
+    // at once made each fetch dearer the bigger the job (2.3 ms a fetch at 3,000 records, and 10,000
+    // records ran 9% slower); a window keeps it flat, and the records of two jobs take turns instead
+    // of the later job waiting behind the whole of the first.
+    const window = config.jobDispatchWindow;
+    const room = window - await repo.countInFlight(trx, jobId, window);
+    const lines = room > 0 ? await repo.takeUnsent(trx, jobId, room) : [];
+    await queue.sendMany(RECORD_QUEUE, lines.map((line) => ({ job_id: jobId, line })), { trx, ...recordPolicy(config) });
+    const more = await repo.hasUnsent(trx, jobId);
+    if (more) {
+      const after = lines.length > 0 ? TOP_UP_AFTER_MS : RECHECK_FULL_AFTER_MS;
+      await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { trx, startAfter: new Date(Date.now() + after) });
+    }
+    return more;
+  });
+  if (!left) await finishIfDone(db, jobId);
 }
 
 export async function closeWindow(db: Kysely<Database>, jobId: string): Promise<void> {
