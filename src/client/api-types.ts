@@ -770,7 +770,7 @@ export interface components {
                 code: string;
                 count: number;
             }[];
-            /** @description Records finished per minute over the last five minutes. */
+            /** @description Records finished per minute over the last five minutes, or since the job began running when that is shorter (at least half a minute). */
             records_per_minute: number;
             /** @description Seconds until the records left are done at the current rate; null when unknown or nothing is left. */
             eta_seconds: number | null;

@@ -366,6 +366,22 @@ describe('job states', () => {
   });
 });
 
+describe('rate and ETA', () => {
+  test('records_per_minute of a young job is taken over the time since it began, not over five minutes', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, Array.from({ length: 4 }, () => ({ account: accountPayload(tenant.supplier) })));
+    const began = Date.now();
+    await action(tenant, job.id, 'start');
+    const done = await finished(tenant, job.id);
+    // Four records in well under five minutes: at least 4 a minute over however long it took (the
+    // five-minute rate would be 0.8).
+    const minutes = Math.max(0.5, (Date.now() - began) / 60_000);
+    assert.ok(done.records_per_minute >= Math.floor((4 / minutes) * 10) / 10, `records_per_minute ${done.records_per_minute} after ${minutes} min`);
+    assert.ok(done.records_per_minute <= 8, `records_per_minute ${done.records_per_minute}: four records over at least half a minute`);
+  });
+});
+
 describe('the dispatch window', () => {
   test('a job keeps at most JOB_DISPATCH_WINDOW records on the queue, and sends the rest as those finish', async () => {
     const tenant = await createTenant(t);

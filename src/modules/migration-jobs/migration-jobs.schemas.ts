@@ -54,7 +54,7 @@ export const Job = Type.Object({
   finished_at: Nullable(Type.String(), 'When the job completed or was cancelled (UTC).'),
   counts: JobCounts,
   errors_by_code: Type.Array(ErrorCount, { description: 'The first error of each failed record, by code, largest first.' }),
-  records_per_minute: Type.Number({ description: 'Records finished per minute over the last five minutes.' }),
+  records_per_minute: Type.Number({ description: 'Records finished per minute over the last five minutes, or since the job began running when that is shorter (at least half a minute).' }),
   eta_seconds: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'Seconds until the records left are done at the current rate; null when unknown or nothing is left.' }),
 }, { $id: 'MigrationJob' });
 export type Job = Static<typeof Job>;

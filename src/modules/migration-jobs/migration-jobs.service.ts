@@ -32,6 +32,7 @@ export interface JobsDeps {
 /** Records written per transaction while uploading: a cut-off upload keeps every batch committed before it. */
 export const UPLOAD_BATCH = 500;
 const RATE_WINDOW_MINUTES = 5;
+const MIN_RATE_WINDOW_MINUTES = 0.5;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const jobNotFound = (id: string) => new AppError('not_found', `No migration job "${id}".`);
@@ -93,11 +94,22 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
   throw AppError.field('invalid', 'The cursor is not one this service gave.', 'cursor');
 }
 
+/**
+ * The minutes `records_per_minute` is taken over: the last five, or the time since the job began
+ * running when that is shorter (not less than half a minute), so a young job shows its real rate and
+ * ETA instead of its first minute's records spread over five.
+ */
+function rateWindowMinutes(row: repo.JobRow): number {
+  const began = Math.max(row.started_at?.getTime() ?? 0, row.not_before?.getTime() ?? 0);
+  if (began === 0) return RATE_WINDOW_MINUTES;
+  return Math.min(RATE_WINDOW_MINUTES, Math.max(MIN_RATE_WINDOW_MINUTES, (Date.now() - began) / 60_000));
+}
+
 /** The job as D11 shows it: counts, errors by code, rate and ETA from the records' indexes. */
 export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
   const [counts, errors, recent] = [await repo.countsOf(db, row.id), await repo.errorsByCode(db, row.id),
     await repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES)];
-  const perMinute = Math.round((recent / RATE_WINDOW_MINUTES) * 10) / 10;
+  const perMinute = Math.round((recent / rateWindowMinutes(row)) * 10) / 10;
   const left = counts.pending + counts.running;
   const active = ['queued', 'running', 'scheduled'].includes(row.state);
   return {
