@@ -20,7 +20,7 @@ import type { RouteDeps } from './http/route-deps.ts';
 import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from './core/validation.ts';
 import { accountDataRoutes } from './modules/account-data/account-data.routes.ts';
 import { accountImportsRoutes } from './modules/account-imports/account-imports.routes.ts';
-import { createStagingWriter } from './modules/account-imports/staging-writer.ts';
+import { createStagingWriter, type StagingWriter } from './modules/account-imports/staging-writer.ts';
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import type { TokenService } from './modules/auth/token.service.ts';
 import type { JobQueue } from './queue/queue.ts';
@@ -41,10 +41,12 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Set `draining` on SIGTERM: /readyz then answers 503 (main.ts). */
   readiness?: Readiness;
+  /** The process's staging writer, shared with its workers (main.ts); the app makes its own without one. */
+  staging?: StagingWriter;
 }
 
 /** Builds the whole HTTP app over a store. Never listens: main.ts and the tests do that. */
-export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false } }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false }, staging = createStagingWriter(store) }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
@@ -120,7 +122,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
     return { status: 'ready' };
   });
 
-  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging: createStagingWriter(store) };
+  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging };
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));

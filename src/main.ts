@@ -11,6 +11,7 @@ import { openStore, sessionLimitsOf } from './db/store.ts';
 import { demoBanner, demoKeyFileInUse, seedDemo, writeDemoKeyFile } from './modules/admin/demo-seed.ts';
 import { createTokenService } from './modules/auth/token.service.ts';
 import { openDirectory } from './core/directory.ts';
+import { createStagingWriter } from './modules/account-imports/staging-writer.ts';
 import { openQueue, startWorkers } from './workers.ts';
 
 // config → logger → store → migrate → app → listen; graceful shutdown on SIGTERM/SIGINT.
@@ -49,8 +50,10 @@ async function main(): Promise<void> {
   const tokens = await createTokenService(store.db, directory, config);
   const queue = await openQueue(store, logger, config);
   const readiness: Readiness = { draining: false };
-  const app = await buildApp({ config, store, tokens, queue, logger, readiness });
-  const workers = await startWorkers({ store, queue, config, logger });
+  // One staging writer for the process, so stages from requests and from job records commit together.
+  const staging = createStagingWriter(store);
+  const app = await buildApp({ config, store, tokens, queue, logger, readiness, staging });
+  const workers = await startWorkers({ store, queue, config, logger, staging });
 
   // Stop accepting, let in-flight requests finish, then close the store: a create runs in one
   // transaction, so one cut short by the delay is rolled back, never half-written.

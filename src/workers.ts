@@ -1,7 +1,7 @@
 import type { Config } from './config.ts';
 import type { Store } from './db/store.ts';
 import { defineEmailQueue, startOutboxSender, type SenderLogger } from './modules/email/outbox.sender.ts';
-import { createStagingWriter } from './modules/account-imports/staging-writer.ts';
+import { createStagingWriter, type StagingWriter } from './modules/account-imports/staging-writer.ts';
 import { defineMigrationQueues, startMigrationWorkers } from './modules/migration-jobs/migration-jobs.worker.ts';
 import { defineWebhookQueues, startWebhookWorkers } from './modules/webhooks/webhooks.worker.ts';
 import { createJobQueue, type JobQueue } from './queue/queue.ts';
@@ -34,15 +34,17 @@ export async function openQueue(store: Store, logger: WorkerLogger, config: Conf
 export interface Workers { stop(): Promise<void> }
 
 /** Starts this instance's workers: WORKER_CONCURRENCY of them (0: none). */
-export async function startWorkers({ store, queue, config, logger }: {
+export async function startWorkers({ store, queue, config, logger, staging = createStagingWriter(store) }: {
   store: Store; queue: JobQueue; config: Config; logger: WorkerLogger;
+  /** The process's staging writer, shared with its HTTP app (main.ts); one of their own without one. */
+  staging?: StagingWriter;
 }): Promise<Workers> {
   if (config.workerConcurrency === 0) return { stop: async () => {} };
   const outbox = await startOutboxSender({
     db: store.db, queue, config, logger, concurrency: Math.min(2, config.workerConcurrency),
   });
   const migrations = await startMigrationWorkers({
-    db: store.db, staging: createStagingWriter(store), queue, config, logger, concurrency: config.workerConcurrency,
+    db: store.db, staging, queue, config, logger, concurrency: config.workerConcurrency,
   });
   const webhooks = await startWebhookWorkers({ db: store.db, queue, config, logger });
   return {

@@ -7,6 +7,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService, type TokenService } from '../../src/modules/auth/token.service.ts';
+import { createStagingWriter } from '../../src/modules/account-imports/staging-writer.ts';
 import { openDirectory, type Directory } from '../../src/core/directory.ts';
 import type { JobQueue } from '../../src/queue/queue.ts';
 import { openQueue, startWorkers } from '../../src/workers.ts';
@@ -44,8 +45,9 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
   const directory = await openDirectory(store);
   const tokens = await createTokenService(store.db, directory, config);
   const queue = await openQueue(store, quiet, config);
-  const app = await buildApp({ config, store, tokens, queue });
-  const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: quiet }) : null;
+  const staging = createStagingWriter(store);
+  const app = await buildApp({ config, store, tokens, queue, staging });
+  const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: quiet, staging }) : null;
   after(async () => {
     await Promise.all([app.close(), workers?.stop()]);
     await queue.stop(1000);
