@@ -13,7 +13,7 @@ import { ROOT } from '../lib/proc.ts';
 //
 //   node --import tsx bench/experiments/validate-profile.ts [bodies=20000] [rounds=7]
 //   node --cpu-prof --cpu-prof-dir=.bench-data/vprof --import tsx bench/experiments/validate-profile.ts 50000 1
-//   node --import tsx bench/experiments/profile-inclusive.ts .bench-data/vprof    (or bench/profile-summary.ts: self time)
+//   node --import tsx bench/profile-summary.ts .bench-data/vprof --inclusive    (without --inclusive: self time)
 //
 // With OLD=<dir>, a copy of an earlier src/, both are timed in the same process, alternating round
 // by round, and the ratio is printed: the machine is shared, so only same-run comparisons mean
