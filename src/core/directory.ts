@@ -45,7 +45,10 @@ export interface Directory {
 
 interface Entry<V> { value: V; at: number }
 
-export async function openDirectory(store: Pick<Store, 'db' | 'listen'>): Promise<Directory> {
+/** The bounds, for tests: how long an entry is trusted, and how many of each kind are held. */
+export interface DirectoryLimits { maxAgeMs?: number; maxEntries?: number }
+
+export async function openDirectory(store: Pick<Store, 'db' | 'listen'>, { maxAgeMs = MAX_AGE_MS, maxEntries = MAX_ENTRIES }: DirectoryLimits = {}): Promise<Directory> {
   const { db } = store;
   const keys = new Map<number, Entry<ActiveKey>>();
   const suppliers = new Map<string, Entry<Supplier>>();
@@ -75,12 +78,12 @@ export async function openDirectory(store: Pick<Store, 'db' | 'listen'>): Promis
     const now = Date.now();
     if (live) {
       const hit = map.get(key);
-      if (hit && now - hit.at < MAX_AGE_MS) return hit.value;
+      if (hit && now - hit.at < maxAgeMs) return hit.value;
     }
     const seen = generation;
     const value = await read();
     if (value !== undefined && live && seen === generation) {
-      if (map.size >= MAX_ENTRIES) map.clear();
+      if (map.size >= maxEntries) map.clear();
       map.set(key, { value, at: now });
     }
     return value;

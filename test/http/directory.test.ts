@@ -91,7 +91,7 @@ describe('a change through import-admin is seen by the next request after the no
 
 describe('without its notices, the directory reads the store', () => {
   /** A directory over the test's store whose change feed the test drives. */
-  async function drivenDirectory() {
+  async function drivenDirectory(limits: Parameters<typeof openDirectory>[1] = {}) {
     let handlers: ChannelHandlers | undefined;
     const directory = await openDirectory({
       db,
@@ -100,7 +100,7 @@ describe('without its notices, the directory reads the store', () => {
         h.connected(true);
         return async () => {};
       },
-    });
+    }, limits);
     return { directory, feed: handlers! };
   }
 
@@ -131,6 +131,34 @@ describe('without its notices, the directory reads the store', () => {
     assert.equal((await reading)?.status, 'ongoing');
     await silently((trx) => trx.updateTable('import_suppliers').set({ status: 'paused' }).where('code', '=', tenant.supplier).execute());
     assert.equal((await directory.supplier(org, tenant.supplier))?.status, 'paused');
+    await directory.close();
+  });
+
+  test('an entry is trusted for a bounded time only: after it, the store is read again without a notice', async () => {
+    const tenant = await createTenant(t);
+    const org = Number((await db.selectFrom('organisations').select('id').where('name', '=', tenant.organisation).executeTakeFirstOrThrow()).id);
+    const { directory } = await drivenDirectory({ maxAgeMs: 300 });
+    const status = async () => (await directory.supplier(org, tenant.supplier))?.status;
+    assert.equal(await status(), 'ongoing');
+    await silently((trx) => trx.updateTable('import_suppliers').set({ status: 'paused' }).where('code', '=', tenant.supplier).execute());
+    assert.equal(await status(), 'ongoing', 'held in memory');
+    await sleep(350);
+    assert.equal(await status(), 'paused', 'expired, so read again');
+    await directory.close();
+  });
+
+  test('memory holds a bounded number of entries: reaching the bound starts over', async () => {
+    const tenant = await createTenant(t);
+    const org = Number((await db.selectFrom('organisations').select('id').where('name', '=', tenant.organisation).executeTakeFirstOrThrow()).id);
+    for (const code of ['B', 'C']) await admin.createSupplier(db, `${tenant.supplier}-${code}`, tenant.organisation);
+    const { directory } = await drivenDirectory({ maxEntries: 2 });
+    const status = async (code: string) => (await directory.supplier(org, code))?.status;
+    assert.equal(await status(tenant.supplier), 'ongoing');
+    await silently((trx) => trx.updateTable('import_suppliers').set({ status: 'paused' }).where('code', '=', tenant.supplier).execute());
+    assert.equal(await status(`${tenant.supplier}-B`), 'ongoing');
+    assert.equal(await status(tenant.supplier), 'ongoing', 'two entries: still held');
+    assert.equal(await status(`${tenant.supplier}-C`), 'ongoing');
+    assert.equal(await status(tenant.supplier), 'paused', 'the third entry started over, so the store was read');
     await directory.close();
   });
 });
