@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { precompiled } from '../../db/precompiled.ts';
 import { accountLockHeld, tryLockAccountExpr } from './import-locks.repository.ts';
 
 // The import process rows (account_imports) and the create attempts. Free functions, executor first.
@@ -152,10 +153,11 @@ export interface StatusRow {
 /**
  * Everything the status endpoint needs in one round trip: the caller's supplier, the import process,
  * its account, whether a create holds its lock (looked up only while pending) and the latest failed
- * attempt. No row when the supplier is not the caller's or the account was never staged.
+ * attempt. No row when the supplier is not the caller's or the account was never staged. Compiled
+ * once (db/precompiled.ts): migration scripts poll this endpoint.
  */
-export function findStatusRow(db: Db, organisationId: number, code: string, externalAccountNumber: string): Promise<StatusRow | undefined> {
-  return db.selectFrom('import_suppliers as s')
+const statusQuery = precompiled(3, (qb, organisationId: number, code: string, externalAccountNumber: string) =>
+  qb.selectFrom('import_suppliers as s')
     .innerJoin('account_imports as ai', (join) => join.onRef('ai.supplier_id', '=', 's.id')
       .on('ai.external_account_number', '=', externalAccountNumber))
     .leftJoin('accounts as a', 'a.id', 'ai.account_id')
@@ -171,6 +173,8 @@ export function findStatusRow(db: Db, organisationId: number, code: string, exte
       sql<boolean>`CASE WHEN a.id IS NULL THEN ${accountLockHeld(sql.ref('ai.id'))} ELSE false END`.as('in_progress'),
     ])
     .where('s.code', '=', code)
-    .where('s.organisation_id', '=', organisationId)
-    .executeTakeFirst();
+    .where('s.organisation_id', '=', organisationId));
+
+export async function findStatusRow(db: Db, organisationId: number, code: string, externalAccountNumber: string): Promise<StatusRow | undefined> {
+  return (await statusQuery(db, organisationId, code, externalAccountNumber))[0];
 }
