@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { loadPayloadFactory } from '../lib/account-payload.ts';
 import { ROOT } from '../lib/proc.ts';
+import { bodyCheckOf } from './body-check.ts';
 
 // A change to the validator that is meant to be faster, not different, proved on many bodies: every
 // body is checked by an earlier copy of src/ and by the current one, each as the route does it (the
@@ -14,24 +14,6 @@ import { ROOT } from '../lib/proc.ts';
 // The copy must sit inside the project, so that its imports find node_modules (scratch/ is ignored by git):
 //   mkdir -p scratch/old && git archive HEAD src | tar -x -C scratch/old    # or any earlier commit
 //   OLD=scratch/old/src node --import tsx bench/experiments/validate-equivalence.ts [bodies=20000] [seed=1]
-
-type Check = (text: string) => unknown;
-
-async function checkerOf(srcDir: string): Promise<Check> {
-  const load = async (path: string) => import(pathToFileURL(join(srcDir, path)).href) as Promise<any>;
-  const validation = await load('core/validation.ts');
-  const numbers = await load('core/json-numbers.ts');
-  const text = await load('core/unstorable-text.ts');
-  const recordStorableText = (text.recordStorableText ?? (() => {})) as (text: string, value: unknown) => void;
-  const { AccountData } = await load('modules/account-data/account-data.schemas.ts');
-  const validate = validation.compileValidator(AccountData, validation.bodyAjv) as (data: unknown) => unknown;
-  return (body) => {
-    const value: unknown = JSON.parse(body);
-    numbers.recordInexactNumbers(body, value);
-    recordStorableText(body, value);
-    return validate(value);
-  };
-}
 
 const oldDir = process.env.OLD;
 if (!oldDir) throw new Error('OLD=<a copy of an earlier src/> is required');
@@ -105,7 +87,7 @@ function mutated(body: Record<string, any>): string {
 }
 
 const { factory } = await loadPayloadFactory();
-const sides = { old: await checkerOf(oldDir), new: await checkerOf(join(ROOT, 'src')) };
+const sides = { old: await bodyCheckOf(oldDir), new: await bodyCheckOf(join(ROOT, 'src')) };
 let differences = 0;
 let valid = 0;
 for (let i = 0; i < count; i += 1) {

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { accountTemplates, loadPayloadFactory } from '../lib/account-payload.ts';
 import { ROOT } from '../lib/proc.ts';
+import { bodyCheckOf } from './body-check.ts';
 
 // The validate-account body path in one process, without HTTP, auth or the store: what the route
 // pays per body for checking it. Each body goes through what the app does between the socket and
@@ -28,24 +28,7 @@ interface Side {
   check(text: string): unknown;
 }
 
-async function sideOf(name: string, srcDir: string): Promise<Side> {
-  const load = async (path: string) => import(pathToFileURL(join(srcDir, path)).href) as Promise<any>;
-  const validation = await load('core/validation.ts');
-  const numbers = await load('core/json-numbers.ts');
-  const text = await load('core/unstorable-text.ts');
-  const recordStorableText = (text.recordStorableText ?? (() => {})) as (text: string, value: unknown) => void;
-  const { AccountData } = await load('modules/account-data/account-data.schemas.ts');
-  const validate = validation.compileValidator(AccountData, validation.bodyAjv) as (data: unknown) => unknown;
-  return {
-    name,
-    check(text) {
-      const value: unknown = JSON.parse(text);
-      numbers.recordInexactNumbers(text, value);
-      recordStorableText(text, value);
-      return validate(value);
-    },
-  };
-}
+const sideOf = async (name: string, srcDir: string): Promise<Side> => ({ name, check: await bodyCheckOf(srcDir) });
 
 const bodies = Number(process.argv[2] ?? 20_000);
 const rounds = Number(process.argv[3] ?? 7);
