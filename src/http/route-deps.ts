@@ -11,6 +11,6 @@ export interface RouteDeps {
   config: Config;
   tokens: TokenService;
   queue: JobQueue;
-  /** Writes stages, committing concurrent ones together: one per store (staging-writer.ts). */
+  /** Writes stages, committing concurrent ones together: one per process, shared with the workers (staging-writer.ts). */
   staging: StagingWriter;
 }

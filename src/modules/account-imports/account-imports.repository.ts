@@ -37,30 +37,22 @@ export interface StagedRowJson { supplierId: number; externalAccountNumber: stri
 export interface StagedBatchRow { supplier_id: number; external_account_number: string; inserted: boolean }
 
 /**
- * upsertStaged for many rows, and the `import_process.staged` event of each row it wrote, in ONE
- * statement (one round trip; the events commit with the staging they report, D13). The rows travel
- * as ONE jsonb parameter, as insertTransactions sends its batch; the staged data is spliced into it
- * as the JSON text upsertStaged would send alone, so the stored jsonb is the same value. Rows are
- * written, and their row locks taken, in the order given: the caller sorts them, so that concurrent
- * batches lock shared rows in the same order and cannot deadlock. No (supplier, account) may appear
- * twice: ON CONFLICT DO UPDATE cannot touch one row twice in a statement. A row the guard refused
- * (imported, or marked to skip) is not returned and has no event.
+ * upsertStaged for many rows in ONE statement. The rows travel as ONE jsonb parameter, as
+ * insertTransactions sends its batch; the staged data is spliced into it as the JSON text
+ * upsertStaged would send alone, so the stored jsonb is the same value. Rows are written, and their
+ * row locks taken, in the order given: the caller sorts them, so that concurrent batches lock shared
+ * rows in the same order and cannot deadlock. No (supplier, account) may appear twice: ON CONFLICT DO
+ * UPDATE cannot touch one row twice in a statement. A row the guard refused (imported, or marked to
+ * skip) is not returned.
  */
 export async function upsertStagedBatch(trx: Transaction<Database>, rows: readonly StagedRowJson[]): Promise<StagedBatchRow[]> {
   const param = `[${rows.map((r) => `{"s":${r.supplierId},"e":${JSON.stringify(r.externalAccountNumber)},"d":${r.dataJson}}`).join(',')}]`;
   const { rows: written } = await sql<StagedBatchRow>`
-    WITH staged AS (
-      INSERT INTO account_imports AS ai (supplier_id, external_account_number, data)
-      SELECT x.s, x.e, x.d FROM jsonb_to_recordset(${param}::jsonb) AS x(s int8, e text, d jsonb)
-      ON CONFLICT (supplier_id, external_account_number) DO UPDATE SET data = excluded.data, updated_at = now()
-        WHERE ai.account_id IS NULL AND NOT ai.skipped
-      RETURNING ai.supplier_id, ai.external_account_number, (xmax = 0) AS inserted
-    ), recorded AS (
-      INSERT INTO events (supplier_id, type, external_account_number, data)
-      SELECT supplier_id, 'import_process.staged', external_account_number, jsonb_build_object('first_staging', inserted)
-      FROM staged ORDER BY supplier_id, external_account_number
-    )
-    SELECT supplier_id, external_account_number, inserted FROM staged`.execute(trx);
+    INSERT INTO account_imports AS ai (supplier_id, external_account_number, data)
+    SELECT x.s, x.e, x.d FROM jsonb_to_recordset(${param}::jsonb) AS x(s int8, e text, d jsonb)
+    ON CONFLICT (supplier_id, external_account_number) DO UPDATE SET data = excluded.data, updated_at = now()
+      WHERE ai.account_id IS NULL AND NOT ai.skipped
+    RETURNING ai.supplier_id, ai.external_account_number, (xmax = 0) AS inserted`.execute(trx);
   return written;
 }
 

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Store } from '../../db/store.ts';
-import { eventsRecorded, recordEvent } from '../events/events.repository.ts';
+import { recordEvent, recordEvents } from '../events/events.repository.ts';
 import type { NewEvent } from '../events/event-types.ts';
 import * as imports from './account-imports.repository.ts';
 
@@ -31,8 +31,8 @@ import * as imports from './account-imports.repository.ts';
 // transaction of its own, as before group commit: a bad row fails its own request only, and every
 // other error reaches each request as it would have.
 //
-// One writer per store, made where a process builds its dependencies (buildApp, the workers) and
-// passed down to stageAccount: no module state.
+// One writer per process, made by main.ts and given to both the app and the workers (each makes its
+// own when given none, as tests do), and passed down to stageAccount: no module state.
 
 /** What stageAccount hands over: the supplier checks are done; `data` is the validated account data. */
 export interface StageRow { supplierId: number; externalAccountNumber: string; data: unknown }
@@ -140,21 +140,24 @@ const stagedEvent = (supplierId: number, externalAccountNumber: string, inserted
 
 /** One transaction for the batch; on any failure, each row alone. Settles every row's promise. */
 async function flush(db: Kysely<Database>, batch: Pending[]): Promise<void> {
-  let written: imports.StagedBatchRow[];
+  let inserted: Map<string, boolean>;
   try {
-    // The events commit with the staging they report, or neither does (D13): the statement writes
-    // both, and the after-record hook (the webhooks' fan-out trigger) runs in the same transaction.
-    written = await db.transaction().execute(async (trx) => {
-      const rows = await imports.upsertStagedBatch(trx, batch);
-      await eventsRecorded(trx, rows.map((r) => stagedEvent(r.supplier_id, r.external_account_number, r.inserted)));
-      return rows;
+    // The events commit with the staging they report, or neither does (D13); they are written in the
+    // batch's (sorted) order.
+    inserted = await db.transaction().execute(async (trx) => {
+      const written = await imports.upsertStagedBatch(trx, batch);
+      const byKey = new Map(written.map((r) => [`${r.supplier_id}:${r.external_account_number}`, r.inserted]));
+      await recordEvents(trx, batch.flatMap((row) => {
+        const first = byKey.get(row.key);
+        return first === undefined ? [] : [stagedEvent(row.supplierId, row.externalAccountNumber, first)];
+      }));
+      return byKey;
     });
   } catch {
     // Nothing committed. The rows are independent (one account each), so they may go at once.
     await Promise.all(batch.map((row) => writeAlone(db, row).then(row.resolve, row.reject)));
     return;
   }
-  const inserted = new Map(written.map((r) => [`${r.supplier_id}:${r.external_account_number}`, r.inserted]));
   for (const row of batch) {
     const first = inserted.get(row.key);
     // Not returned: the upsert's guard refused the row (imported or marked to skip).

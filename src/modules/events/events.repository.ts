@@ -11,22 +11,23 @@ type Db = Kysely<Database>;
  * id (pg_current_xact_id()), which orders the feed.
  */
 export async function recordEvent(trx: Transaction<Database>, event: NewEvent): Promise<void> {
-  await trx.insertInto('events').values({
+  await recordEvents(trx, [event]);
+}
+
+/**
+ * recordEvent for many events of one transaction (the staging group commit's): one multi-row
+ * INSERT, in the order given, then the after-record hook once per supplier with that supplier's
+ * first event, since what the hook does (the webhooks' fan-out trigger) depends only on the
+ * transaction and the event's supplier.
+ */
+export async function recordEvents(trx: Transaction<Database>, events: readonly NewEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await trx.insertInto('events').values(events.map((event) => ({
     supplier_id: event.supplierId,
     type: event.type,
     external_account_number: event.externalAccountNumber,
     data: JSON.stringify(event.data),
-  }).execute();
-  if (afterRecord) await afterRecord(trx, event);
-}
-
-/**
- * For events a statement of their own module inserted in bulk (the staging group commit writes its
- * events in the statement that stages): runs the after-record hook as recordEvent would, once per
- * supplier of the batch with that supplier's first event, since what the hook does (the webhooks'
- * fan-out trigger) depends only on the transaction and the event's supplier.
- */
-export async function eventsRecorded(trx: Transaction<Database>, events: readonly NewEvent[]): Promise<void> {
+  }))).execute();
   if (!afterRecord) return;
   const told = new Set<number>();
   for (const event of events) {
@@ -38,7 +39,7 @@ export async function eventsRecorded(trx: Transaction<Database>, events: readonl
 
 /**
  * Runs inside the event's transaction, after its insert; a failure fails the change like the insert
- * would. It must depend only on the transaction and the event's supplier (see eventsRecorded).
+ * would. It must depend only on the transaction and the event's supplier (see recordEvents).
  */
 export type EventRecordedHook = (trx: Transaction<Database>, event: NewEvent) => Promise<void>;
 let afterRecord: EventRecordedHook | null = null;
