@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { isRealDate } from './dates.ts';
+import { isRealDate, isUtcDateTime } from './dates.ts';
 import { attrOf, pathOf } from './field-errors.ts';
 import { decimalPlacesOf, inexactNumbersOf } from './json-numbers.ts';
 import type { RuleCheck } from './rules.ts';
@@ -15,8 +15,6 @@ import type { RuleCheck } from './rules.ts';
 // - `utc-date-time`, and integer widths for the OpenAPI document.
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv, formats: string[]) => Ajv;
-
-const UTC_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
 
 /** The rules of the schema being compiled: Ajv compiles synchronously, so one slot is enough. */
 type CompiledRule = ((value: unknown, ctx?: { instancePath: string }) => boolean) & { errors?: Partial<ErrorObject>[] };
@@ -54,10 +52,7 @@ export function createAjv(options: { coerce: boolean }): Ajv {
   // that enforce the width, so the format itself checks nothing (one error per problem).
   for (const width of ['int32', 'int64']) ajv.addFormat(width, { type: 'number', validate: () => true });
   // UTC only, with Z, whole seconds or a fraction (spec 2.1, D5).
-  ajv.addFormat('utc-date-time', {
-    type: 'string',
-    validate: (value: string) => UTC_DATE_TIME.test(value) && isRealDateTime(value),
-  });
+  ajv.addFormat('utc-date-time', { type: 'string', validate: isUtcDateTime });
   ajv.addVocabulary(['x-error-code', 'x-attr-name']);
   ajv.addKeyword({
     keyword: 'x-decimal-places',
@@ -94,18 +89,6 @@ export function createAjv(options: { coerce: boolean }): Ajv {
     },
   });
   return ajv;
-}
-
-/**
- * Of a value of UTC_DATE_TIME's shape: a real date, and a time of day 00:00:00 to 23:59:59 (Date
- * would read 24:00:00 as the next day and refuses a 60th second, so neither names what was sent).
- */
-function isRealDateTime(value: string): boolean {
-  return isRealDate(value.slice(0, 10)) && twoDigits(value, 11) <= 23 && twoDigits(value, 14) <= 59 && twoDigits(value, 17) <= 59;
-}
-
-function twoDigits(text: string, at: number): number {
-  return (text.charCodeAt(at) - 48) * 10 + text.charCodeAt(at + 1) - 48;
 }
 
 function decimalPlaces(value: number): number {

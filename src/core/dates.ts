@@ -51,6 +51,18 @@ function daysFromCivil(year: number, month: number, day: number): number {
   return era * 146_097 + dayOfEra - 719_468;
 }
 
+/** A UTC datetime's shape: `Z`, whole seconds or up to 6 decimals (spec 2.1, D5). */
+export const UTC_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+
+/**
+ * A UTC datetime of that shape with a real date and a time of day 00:00:00 to 23:59:59 (Date would
+ * read 24:00:00 as the next day and refuses a 60th second, so neither names what was sent).
+ */
+export function isUtcDateTime(value: string): boolean {
+  return UTC_DATE_TIME.test(value) && isRealDate(value.slice(0, 10))
+    && digitsAt(value, 11, 2) <= 23 && digitsAt(value, 14, 2) <= 59 && digitsAt(value, 17, 2) <= 59;
+}
+
 /** A real calendar date in YYYY-MM-DD form (UTC, no time zone involved). */
 export function isRealDate(value: unknown): value is string {
   if (typeof value !== 'string') return false;

@@ -1,11 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import { DATE_MAX, DATE_MIN, dateProblem, isRealDate } from '../core/dates.ts';
+import { DATE_MAX, DATE_MIN, dateProblem, isRealDate, UTC_DATE_TIME } from '../core/dates.ts';
 import { NO_FINDINGS, ruleOf, type RuleFinding } from '../core/rules.ts';
 
 // Dates and datetimes a client sends, carrying the one date rule of src/core/dates.ts. The rules look
 // only at well-formed values: a malformed one already has its `invalid` from the format.
-
-const UTC_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
 
 const asFindings = (problem: Omit<RuleFinding, 'path'> | null): readonly RuleFinding[] => (problem ? [{ path: '', ...problem }] : NO_FINDINGS);
 

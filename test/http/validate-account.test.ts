@@ -183,6 +183,12 @@ const cases: Array<[string, Mutation, Array<[string, string]>]> = [
     [['invalid', 'customers.0.date_of_birth'], ['invalid', `${ELEC}.supply_start_date`]]],
   ['datetime without Z or with an offset', (p) => { p.notes[0].created_at = '2024-01-10T09:30:00'; p.notes[1].created_at = '2024-01-10T09:30:00+01:00'; },
     [['invalid', 'notes.0.created_at'], ['invalid', 'notes.1.created_at']]],
+  ['datetime with a time of day or a date that does not exist', (p) => {
+    p.notes[0].created_at = '2024-01-10T24:00:00Z';
+    p.notes[1].created_at = '2024-01-10T23:60:00Z';
+    p.notes[1].unpin_at = '2024-01-10T23:59:60.5Z';
+    p.notes.push({ body: 'x', created_at: '2023-02-29T12:00:00Z' }, { body: 'y', created_at: '2024-02-29T23:59:59.999999Z' });
+  }, [['invalid', 'notes.0.created_at'], ['invalid', 'notes.1.created_at'], ['invalid', 'notes.1.unpin_at'], ['invalid', 'notes.3.created_at']]],
   ['last_billed_to_date before supply_start_date', (p) => { elec(p).last_billed_to_date = '2019-05-31'; },
     [['invalid_date_range', `${ELEC}.last_billed_to_date`]]],
   // domain codes
