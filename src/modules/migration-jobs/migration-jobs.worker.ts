@@ -8,8 +8,8 @@ import * as repo from './migration-jobs.repository.ts';
 import { runRecord, type PipelineDeps } from './record-pipeline.ts';
 
 // The migration jobs on the queue (D11). Three queues:
-// - migration_dispatch {job_id}: keeps up to DISPATCH_WINDOW of the job's pending records on the
-//   record queue (JOB_DISPATCH_WINDOW; each record marked `enqueued` with its job, so a crash mid-way resumes where it
+// - migration_dispatch {job_id}: keeps up to JOB_DISPATCH_WINDOW of the job's pending records on the
+//   record queue (each record marked `enqueued` with its job, so a crash mid-way resumes where it
 //   was), and comes back while records are left to send;
 // - migration_record {job_id, line}: runs one record (record-pipeline.ts) on any worker of any
 //   instance. Transient failures are retried by the queue with backoff; a worker killed mid-record
