@@ -89,8 +89,8 @@ export async function findImportStateAndTryLock(
  * locked FOR UPDATE until the create's transaction ends: a re-stage (upsertStaged) that committed
  * before this read is what the create builds from; one that arrives after waits on the row, then
  * finds the account imported (its guard refuses: account_already_imported) or, if the create rolled
- * back, lands. Without the row lock a re-stage could commit between this read and linkAccount,
- * answer 200, and never be imported.
+ * back, lands. Without the row lock a re-stage could commit between this read and the link to
+ * the new account (insertAccountTree), answer 200, and never be imported.
  */
 export function findStagedForCreate(trx: Transaction<Database>, importId: number): Promise<ImportState & { data: unknown }> {
   return trx.selectFrom('account_imports as ai')
@@ -99,11 +99,6 @@ export function findStagedForCreate(trx: Transaction<Database>, importId: number
     .where('ai.id', '=', importId)
     .forUpdate('ai')
     .executeTakeFirstOrThrow();
-}
-
-/** Set in the creating transaction: from here on the account is imported. */
-export async function linkAccount(trx: Transaction<Database>, importId: number, accountId: number): Promise<void> {
-  await trx.updateTable('account_imports').set({ account_id: accountId }).where('id', '=', importId).execute();
 }
 
 export interface AttemptRecord {

@@ -1,13 +1,17 @@
-import type { Insertable, Kysely, Transaction } from 'kysely';
-import { rowBatches } from '../../db/row-batches.ts';
+import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type {
-  AccountsTable, AgreementsTable, CustomersTable, Database, MetersTable, RegistersTable, SupplyAddressesTable,
+  AccountsTable, AgreementsTable, CustomersTable, Database, MetersTable, NotesTable, RegistersTable, SupplyAddressesTable,
   SupplyPointsTable, TransferReadingsTable,
 } from '../../db/schema.ts';
 
-// Writes a created account's rows: one multi-row INSERT per table (batched only past PostgreSQL's
-// bind-parameter limit), so an account costs about ten statements however many rows it has.
-// Children find their parent's id by position, from the parents' RETURNING rows.
+// Writes a created account's rows. The account row comes first (its number may be taken, and the
+// caller draws another); everything under it is ONE statement of data-modifying CTEs: a statement
+// costs a round trip to the database whatever its size, and per round trip is where a create spent
+// its time (docs/performance.md). Each table's rows travel as one jsonb parameter read through the
+// table's own row type (jsonb_populate_record), so there is no bind-parameter limit to batch around.
+// Children find their parent by position: an address by its position, a point by (address, point),
+// a meter by (address, point, meter), joined to the parents' RETURNING rows. Rows are inserted in
+// the order given, so ids follow positions as they did with one multi-row INSERT per table.
 type Trx = Transaction<Database>;
 
 /** Undefined when the number is taken already (the caller draws another): no failed statement. */
@@ -18,29 +22,96 @@ export async function insertAccount(trx: Trx, row: Insertable<AccountsTable>) {
     .executeTakeFirst();
 }
 
-export async function insertCustomers(trx: Trx, rows: Insertable<CustomersTable>[]): Promise<void> {
-  for (const batch of rowBatches(rows)) await trx.insertInto('customers').values(batch).execute();
+/** A row of `T` as stored (jsonb columns as values, not text), without its ids and parent keys. */
+type RowOf<T, Omitted extends keyof Selectable<T>> = Omit<Selectable<T>, 'id' | Omitted>;
+interface AddressKey { address: number }
+interface PointKey extends AddressKey { point: number }
+
+export interface AccountTreeRows {
+  customers: RowOf<CustomersTable, 'account_id'>[];
+  addresses: RowOf<SupplyAddressesTable, 'account_id'>[];
+  points: Array<RowOf<SupplyPointsTable, 'account_id' | 'supply_address_id' | 'position'> & PointKey>;
+  agreements: Array<RowOf<AgreementsTable, 'supply_point_id'> & PointKey>;
+  meters: Array<RowOf<MetersTable, 'supply_point_id'> & PointKey>;
+  registers: Array<RowOf<RegistersTable, 'meter_id'> & PointKey & { meter: number }>;
+  readings: Array<RowOf<TransferReadingsTable, 'supply_point_id'> & PointKey>;
+  /** `created_at` null: the transaction's time. */
+  notes: Array<Omit<RowOf<NotesTable, 'account_id' | 'inserted_at'>, 'created_at'> & { created_at: string | null }>;
 }
 
-/** Ids of the inserted addresses, indexed by position. */
-export async function insertSupplyAddresses(trx: Trx, rows: Insertable<SupplyAddressesTable>[]): Promise<number[]> {
-  const ids: number[] = [];
-  for (const batch of rowBatches(rows)) {
-    const returned = await trx.insertInto('supply_addresses').values(batch).returning(['id', 'position']).execute();
-    for (const r of returned) ids[r.position] = r.id;
-  }
-  return ids;
-}
-
-/** Ids of the inserted points, keyed `${supply_address_id}:${position}`. */
-export async function insertSupplyPoints(trx: Trx, rows: Insertable<SupplyPointsTable>[]): Promise<Map<string, number>> {
-  const ids = new Map<string, number>();
-  for (const batch of rowBatches(rows)) {
-    const returned = await trx.insertInto('supply_points').values(batch)
-      .returning(['id', 'supply_address_id', 'position']).execute();
-    for (const r of returned) ids.set(`${r.supply_address_id}:${r.position}`, r.id);
-  }
-  return ids;
+/** The account's rows below the account itself, and the import's link to it, in one statement. */
+export async function insertAccountTree(trx: Trx, accountId: number, importId: number, rows: AccountTreeRows): Promise<void> {
+  const json = (list: unknown[]) => JSON.stringify(list);
+  await sql`
+    WITH customer_rows AS (
+      INSERT INTO customers (account_id, position, given_name, family_name, email, mobile, landline, alternative_phone_numbers,
+        date_of_birth, opted_into_updates, opted_into_offers, opted_into_sms)
+      SELECT ${accountId}, r.position, r.given_name, r.family_name, r.email, r.mobile, r.landline,
+        coalesce(r.alternative_phone_numbers, '[]'), r.date_of_birth, r.opted_into_updates, r.opted_into_offers, r.opted_into_sms
+      FROM jsonb_array_elements(${json(rows.customers)}::jsonb) WITH ORDINALITY AS e(j, n),
+        jsonb_populate_record(NULL::customers, e.j) AS r
+      ORDER BY e.n
+    ), addresses AS (
+      INSERT INTO supply_addresses (account_id, position, supply_address1, supply_address2, supply_address3, supply_address4,
+        supply_postcode, customer_at_supply_address_from_date)
+      SELECT ${accountId}, r.position, r.supply_address1, r.supply_address2, r.supply_address3, r.supply_address4,
+        r.supply_postcode, r.customer_at_supply_address_from_date
+      FROM jsonb_array_elements(${json(rows.addresses)}::jsonb) WITH ORDINALITY AS e(j, n),
+        jsonb_populate_record(NULL::supply_addresses, e.j) AS r
+      ORDER BY e.n
+      RETURNING id, position
+    ), points AS (
+      INSERT INTO supply_points (account_id, supply_address_id, position, supply_type, supply_start_date, last_billed_to_date,
+        identifier, details)
+      SELECT ${accountId}, a.id, (e.j->>'point')::int, r.supply_type, r.supply_start_date, r.last_billed_to_date,
+        r.identifier, coalesce(r.details, '{}')
+      FROM jsonb_array_elements(${json(rows.points)}::jsonb) WITH ORDINALITY AS e(j, n)
+        CROSS JOIN LATERAL jsonb_populate_record(NULL::supply_points, e.j) AS r
+        JOIN addresses a ON a.position = (e.j->>'address')::int
+      ORDER BY e.n
+      RETURNING id, supply_address_id, position
+    ), point_keys AS (
+      SELECT p.id, a.position AS address, p.position AS point FROM points p JOIN addresses a ON a.id = p.supply_address_id
+    ), agreement_rows AS (
+      INSERT INTO agreements (supply_point_id, position, tariff_code, effective_from)
+      SELECT k.id, r.position, r.tariff_code, r.effective_from
+      FROM jsonb_array_elements(${json(rows.agreements)}::jsonb) WITH ORDINALITY AS e(j, n)
+        CROSS JOIN LATERAL jsonb_populate_record(NULL::agreements, e.j) AS r
+        JOIN point_keys k ON k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int
+      ORDER BY e.n
+    ), reading_rows AS (
+      INSERT INTO transfer_readings (supply_point_id, position, register_type, read_date, value)
+      SELECT k.id, r.position, r.register_type, r.read_date, r.value
+      FROM jsonb_array_elements(${json(rows.readings)}::jsonb) WITH ORDINALITY AS e(j, n)
+        CROSS JOIN LATERAL jsonb_populate_record(NULL::transfer_readings, e.j) AS r
+        JOIN point_keys k ON k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int
+      ORDER BY e.n
+    ), meter_rows AS (
+      INSERT INTO meters (supply_point_id, position, serial_number, subgroup, seal_date, meter_number, status, active_from, meter_type)
+      SELECT k.id, r.position, r.serial_number, r.subgroup, r.seal_date, r.meter_number, r.status, r.active_from, r.meter_type
+      FROM jsonb_array_elements(${json(rows.meters)}::jsonb) WITH ORDINALITY AS e(j, n)
+        CROSS JOIN LATERAL jsonb_populate_record(NULL::meters, e.j) AS r
+        JOIN point_keys k ON k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int
+      ORDER BY e.n
+      RETURNING id, supply_point_id, position
+    ), meter_keys AS (
+      SELECT m.id, k.address, k.point, m.position AS meter FROM meter_rows m JOIN point_keys k ON k.id = m.supply_point_id
+    ), register_rows AS (
+      INSERT INTO registers (meter_id, position, register_type, whole_digits, decimal_digits, active_from, multiplier)
+      SELECT k.id, r.position, r.register_type, r.whole_digits, r.decimal_digits, r.active_from, r.multiplier
+      FROM jsonb_array_elements(${json(rows.registers)}::jsonb) WITH ORDINALITY AS e(j, n)
+        CROSS JOIN LATERAL jsonb_populate_record(NULL::registers, e.j) AS r
+        JOIN meter_keys k ON k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int
+          AND k.meter = (e.j->>'meter')::int
+      ORDER BY e.n
+    ), note_rows AS (
+      INSERT INTO notes (account_id, body, document_paths, created_at, is_pinned, unpin_at)
+      SELECT ${accountId}, r.body, coalesce(r.document_paths, '[]'), coalesce(r.created_at, now()), coalesce(r.is_pinned, false), r.unpin_at
+      FROM jsonb_array_elements(${json(rows.notes)}::jsonb) WITH ORDINALITY AS e(j, n),
+        jsonb_populate_record(NULL::notes, e.j) AS r
+      ORDER BY e.n
+    )
+    UPDATE account_imports SET account_id = ${accountId} WHERE id = ${importId}`.execute(trx);
 }
 
 /** Electricity identifiers among `identifiers` that are already on an account. */
@@ -49,26 +120,4 @@ export async function findRegisteredIdentifiers(db: Kysely<Database>, identifier
   const rows = await db.selectFrom('supply_points').select('identifier')
     .where('identifier', 'in', identifiers).execute();
   return new Set(rows.map((r) => r.identifier!));
-}
-
-export async function insertAgreements(trx: Trx, rows: Insertable<AgreementsTable>[]): Promise<void> {
-  for (const batch of rowBatches(rows)) await trx.insertInto('agreements').values(batch).execute();
-}
-
-/** Ids of the inserted meters, keyed `${supply_point_id}:${position}`. */
-export async function insertMeters(trx: Trx, rows: Insertable<MetersTable>[]): Promise<Map<string, number>> {
-  const ids = new Map<string, number>();
-  for (const batch of rowBatches(rows)) {
-    const returned = await trx.insertInto('meters').values(batch).returning(['id', 'supply_point_id', 'position']).execute();
-    for (const r of returned) ids.set(`${r.supply_point_id}:${r.position}`, r.id);
-  }
-  return ids;
-}
-
-export async function insertRegisters(trx: Trx, rows: Insertable<RegistersTable>[]): Promise<void> {
-  for (const batch of rowBatches(rows)) await trx.insertInto('registers').values(batch).execute();
-}
-
-export async function insertTransferReadings(trx: Trx, rows: Insertable<TransferReadingsTable>[]): Promise<void> {
-  for (const batch of rowBatches(rows)) await trx.insertInto('transfer_readings').values(batch).execute();
 }

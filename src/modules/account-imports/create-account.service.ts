@@ -16,8 +16,8 @@ import { utcSeconds } from '../../schemas/datetime.ts';
 import type { ProcessAccountBody, ProcessAccountResponse } from './account-imports.schemas.ts';
 import * as imports from './account-imports.repository.ts';
 import { newAccountNumber } from './account-number.ts';
-import { supplyPointsOf, writeAccountTree } from './account-tree.builder.ts';
-import { findRegisteredIdentifiers, insertAccount } from './account-tree.repository.ts';
+import { accountTreeRows, supplyPointsOf } from './account-tree.builder.ts';
+import { findRegisteredIdentifiers, insertAccount, insertAccountTree } from './account-tree.repository.ts';
 import * as errors from './import-errors.ts';
 import { tryTakeSlot } from './import-locks.repository.ts';
 
@@ -179,8 +179,7 @@ async function buildAccount(
     number = newAccountNumber();
     created = await insertAccount(trx, { ...row, number });
   }
-  await writeAccountTree(trx, created.id, data);
-  await imports.linkAccount(trx, input.importId, created.id);
+  await insertAccountTree(trx, created.id, input.importId, accountTreeRows(data));
   if (supplier.customer_emails) {
     const emails = data.customers.flatMap((c) => welcomeEmail(c, number) ?? []);
     await queueEmails(queue, trx, created.id, emails);
