@@ -201,6 +201,20 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
       [{ dry_run: false, outcome: 'failed', error_code: 'operations_team_not_found', error_detail: `No operations team named "${team}".` }]);
   });
 
+  test('a team created after a create named it in vain is found by the next create (no name is remembered as missing)', async () => {
+    const tenant = await createTenant(t);
+    const payload = await stage(t, tenant);
+    const team = unique('later-team');
+    const before = await processAccount(t, tenant, payload.external_account_number, { operations_team_name: team });
+    assert.equal(before.json.code, 'operations_team_not_found');
+    await admin.createTeam(db, team);
+    const after = await processAccount(t, tenant, payload.external_account_number, { operations_team_name: team });
+    assert.equal(after.status, 201, JSON.stringify(after.json));
+    const account = await accountOf(tenant.supplier, payload.external_account_number);
+    const made = await db.selectFrom('operations_teams').select('id').where('name', '=', team).executeTakeFirstOrThrow();
+    assert.equal(account?.operations_team_id, made.id);
+  });
+
   test('staged data that no longer passes: account_failed_validation with its errors', async () => {
     const tenant = await createTenant(t);
     const payload = await stage(t, tenant);

@@ -105,7 +105,7 @@ async function create(
       const state = await imports.findStagedForCreate(trx, seen.id);
       errors.requireNotImportedOrSkipped(ext, state);
 
-      const team = await findTeamByName(trx, body.operations_team_name);
+      const team = await teamNamed(deps.db, trx, body.operations_team_name);
       if (!team) {
         throw AppError.field('operations_team_not_found', `No operations team named "${body.operations_team_name}".`, 'operations_team_name');
       }
@@ -117,8 +117,10 @@ async function create(
 
       const invalid = validateAccountData(state.data);
       if (invalid) throw validationError('account_failed_validation', invalid);
+      // An electricity identifier already on another account is found by the unique index when the
+      // tree is written (below), not by a look beforehand: one round trip less for every create, and
+      // the same answer, since nothing after that point can fail first.
       data = state.data as AccountData;
-      await requireIdentifiersFree(trx, data);
 
       const { number, createdAt } = await buildAccount(trx, deps.queue, { importId: state.id, ext, supplier, teamId: team.id, data });
       if (body.dry_run === true) throw new DryRunRollback();
@@ -134,25 +136,47 @@ async function create(
       throw new AppError('dry_run_rolled_back',
         `Account "${ext}" would import successfully; it was rolled back due to the dry run.`);
     }
-    // Two creates with one identifier raced past the pre-check: the unique index decided.
-    if (data && isUniqueViolation(error, IDENTIFIER_KEY)) await requireIdentifiersFree(deps.db, data, true);
+    // The unique index refused an identifier: name the point it was (the first registered one, in
+    // document order).
+    if (data && isUniqueViolation(error, IDENTIFIER_KEY)) throw await identifierTaken(deps.db, data);
     if (isUniqueViolation(error, 'accounts_account_import_id_key')) throw errors.accountImportInProgress(ext);
     throw error;
   }
 }
 
-/** An electricity identifier live on another account fails the create at that point's identifier. */
-async function requireIdentifiersFree(db: Kysely<Database>, data: AccountData, conflictSeen = false): Promise<void> {
+/**
+ * Teams found so far, per store. Only what was found is kept: a team is created and never renamed or
+ * deleted (import-admin has no such command), so a team found once is there for every later create
+ * on every instance, while a name not found yet is looked up again each time (it may be created).
+ */
+const teamsFound = new WeakMap<Db, Map<string, { id: number }>>();
+
+async function teamNamed(db: Db, trx: Transaction<Database>, name: string): Promise<{ id: number } | undefined> {
+  let found = teamsFound.get(db);
+  if (!found) teamsFound.set(db, found = new Map());
+  const known = found.get(name);
+  if (known) return known;
+  const team = await findTeamByName(trx, name);
+  if (team) {
+    if (found.size >= 1_000) found.clear();
+    found.set(name, { id: team.id });
+  }
+  return team;
+}
+
+/**
+ * The error for a create the unique index refused: the first point, in document order, whose
+ * electricity identifier is on another account. The conflicting row may since have been rolled back:
+ * the first electricity point is still named.
+ */
+async function identifierTaken(db: Kysely<Database>, data: AccountData): Promise<AppError> {
   const electricity = supplyPointsOf(data).flatMap((ref) =>
     ref.point.supply_type === 'ELECTRICITY' ? [{ ...ref, identifier: ref.point.identifier }] : []);
   const registered = await findRegisteredIdentifiers(db, electricity.map((p) => p.identifier));
-  // After a unique violation the conflicting row may since have been rolled back: still name a point.
-  const taken = electricity.find((p) => registered.has(p.identifier)) ?? (conflictSeen ? electricity[0] : undefined);
-  if (taken) {
-    throw AppError.field('supply_point_already_registered',
-      `Supply point identifier "${taken.identifier}" is already registered on another account.`,
-      `supply_addresses.${taken.addressIndex}.supply_points.${taken.pointIndex}.identifier`);
-  }
+  const taken = electricity.find((p) => registered.has(p.identifier)) ?? electricity[0]!;
+  return AppError.field('supply_point_already_registered',
+    `Supply point identifier "${taken.identifier}" is already registered on another account.`,
+    `supply_addresses.${taken.addressIndex}.supply_points.${taken.pointIndex}.identifier`);
 }
 
 async function buildAccount(
