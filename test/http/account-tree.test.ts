@@ -1,13 +1,29 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { insertAccountTree, type AccountTreeRows } from '../../src/modules/account-imports/account-tree.repository.ts';
-import { insertImportedAccount } from '../support/accounts.ts';
-import { buildTestApp, createTenant } from '../support/test-app.ts';
+import { randomBytes } from 'node:crypto';
+import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/admin.repository.ts';
+import { insertAccountWithTree, type AccountTreeRows } from '../../src/modules/account-imports/account-tree.repository.ts';
+import { buildTestApp, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
-// A created account's rows below the account go in as one statement, each table's rows as one jsonb
-// parameter (account-tree.repository.ts): no bind-parameter limit to batch around, children joined
-// to their parents by position, ids in position order. On PGlite and on PostgreSQL.
+// A created account and its rows go in as one statement, each table's rows as one jsonb parameter
+// (account-tree.repository.ts): no bind-parameter limit to batch around, children joined to their
+// parents by position, ids in position order, nothing written when the number is taken. On PGlite
+// and on PostgreSQL.
 const t = await buildTestApp();
+const db = t.store.db;
+
+/** A staged import with no account yet, and the account row to create for it. */
+async function newAccountRow(tenant: Tenant, number = `A-${randomBytes(4).toString('hex').toUpperCase()}`) {
+  const supplier = (await findSupplierByCode(db, tenant.supplier))!;
+  const team = (await findTeamByName(db, tenant.team))!;
+  const ext = unique('EXT');
+  const staged = await db.insertInto('account_imports').values({ supplier_id: supplier.id, external_account_number: ext, data: '{}' })
+    .returning('id').executeTakeFirstOrThrow();
+  return {
+    number, account_import_id: staged.id, supplier_id: supplier.id, external_account_number: ext, operations_team_id: team.id,
+    billing_street_address: '1 Test Street', billing_country: 'GB', billing_postal_code: 'SW1A 1AA',
+  };
+}
 
 function bigTree(): AccountTreeRows {
   const rows: AccountTreeRows = {
@@ -57,12 +73,11 @@ function bigTree(): AccountTreeRows {
 describe('the account tree, one statement', () => {
   test('a tree past the bind-parameter limit is written whole, each child under its own parent, in position order', async () => {
     const tenant = await createTenant(t);
-    const { accountId } = await insertImportedAccount(t, tenant);
-    const db = t.store.db;
-    const { account_import_id: importId } = await db.selectFrom('accounts').select('account_import_id').where('id', '=', accountId).executeTakeFirstOrThrow();
-    await db.updateTable('account_imports').set({ account_id: null }).where('id', '=', importId).execute();
-    const rows = bigTree();
-    await db.transaction().execute((trx) => insertAccountTree(trx, accountId, importId, rows));
+    const account = await newAccountRow(tenant);
+    const importId = account.account_import_id;
+    const made = await db.transaction().execute((trx) => insertAccountWithTree(trx, account, bigTree()));
+    assert.ok(made);
+    const accountId = made.id;
 
     const linked = await db.selectFrom('account_imports').select('account_id').where('id', '=', importId).executeTakeFirstOrThrow();
     assert.equal(linked.account_id, accountId);
@@ -108,15 +123,30 @@ describe('the account tree, one statement', () => {
     assert.ok(Math.abs(notes[1]!.created_at.getTime() - Date.now()) < 60_000, 'a note without created_at takes the transaction\'s time');
   });
 
-  test('an empty tree writes nothing below the account and still links the import', async () => {
+  test('an empty tree writes the account alone and links the import', async () => {
     const tenant = await createTenant(t);
-    const { accountId } = await insertImportedAccount(t, tenant);
-    const db = t.store.db;
-    const { account_import_id: importId } = await db.selectFrom('accounts').select('account_import_id').where('id', '=', accountId).executeTakeFirstOrThrow();
-    await db.updateTable('account_imports').set({ account_id: null }).where('id', '=', importId).execute();
+    const account = await newAccountRow(tenant);
     const empty: AccountTreeRows = { customers: [], addresses: [], points: [], agreements: [], meters: [], registers: [], readings: [], notes: [] };
-    await db.transaction().execute((trx) => insertAccountTree(trx, accountId, importId, empty));
-    assert.equal((await db.selectFrom('account_imports').select('account_id').where('id', '=', importId).executeTakeFirstOrThrow()).account_id, accountId);
-    assert.equal((await db.selectFrom('customers').select('id').where('account_id', '=', accountId).execute()).length, 0);
+    const made = await db.transaction().execute((trx) => insertAccountWithTree(trx, account, empty));
+    assert.ok(made);
+    const linked = await db.selectFrom('account_imports').select('account_id').where('id', '=', account.account_import_id).executeTakeFirstOrThrow();
+    assert.equal(linked.account_id, made.id);
+    assert.equal((await db.selectFrom('customers').select('id').where('account_id', '=', made.id).execute()).length, 0);
+  });
+
+  test('a number already taken writes nothing at all: no account, no rows under it, no link', async () => {
+    const tenant = await createTenant(t);
+    const first = await newAccountRow(tenant);
+    assert.ok(await db.transaction().execute((trx) => insertAccountWithTree(trx, first, bigTree())));
+    const second = await newAccountRow(tenant, first.number);
+    const made = await db.transaction().execute((trx) => insertAccountWithTree(trx, second, bigTree()));
+    assert.equal(made, undefined);
+    const accounts = await db.selectFrom('accounts').select('external_account_number').where('number', '=', first.number).execute();
+    assert.deepEqual(accounts.map((a) => a.external_account_number), [first.external_account_number]);
+    const linked = await db.selectFrom('account_imports').select('account_id').where('id', '=', second.account_import_id).executeTakeFirstOrThrow();
+    assert.equal(linked.account_id, null);
+    const customers = await db.selectFrom('customers').innerJoin('accounts', 'accounts.id', 'customers.account_id')
+      .select((eb) => eb.fn.countAll<number>().as('n')).where('accounts.supplier_id', '=', first.supplier_id).executeTakeFirstOrThrow();
+    assert.equal(Number(customers.n), 6_000, 'only the first account\'s customers');
   });
 });

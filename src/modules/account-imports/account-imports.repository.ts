@@ -90,7 +90,7 @@ export async function findImportStateAndTryLock(
  * before this read is what the create builds from; one that arrives after waits on the row, then
  * finds the account imported (its guard refuses: account_already_imported) or, if the create rolled
  * back, lands. Without the row lock a re-stage could commit between this read and the link to
- * the new account (insertAccountTree), answer 200, and never be imported.
+ * the new account (insertAccountWithTree), answer 200, and never be imported.
  */
 export function findStagedForCreate(trx: Transaction<Database>, importId: number): Promise<ImportState & { data: unknown }> {
   return trx.selectFrom('account_imports as ai')

@@ -4,23 +4,15 @@ import type {
   SupplyPointsTable, TransferReadingsTable,
 } from '../../db/schema.ts';
 
-// Writes a created account's rows. The account row comes first (its number may be taken, and the
-// caller draws another); everything under it is ONE statement of data-modifying CTEs: a statement
-// costs a round trip to the database whatever its size, and per round trip is where a create spent
-// its time (docs/performance.md). Each table's rows travel as one jsonb parameter read through the
-// table's own row type (jsonb_populate_record), so there is no bind-parameter limit to batch around.
-// Children find their parent by position: an address by its position, a point by (address, point),
-// a meter by (address, point, meter), joined to the parents' RETURNING rows. Rows are inserted in
-// the order given, so ids follow positions as they did with one multi-row INSERT per table.
+// Writes a created account: the account row and everything under it (customers, addresses, points,
+// agreements, meters, registers, transfer readings, notes) and the import's link to it, in ONE
+// statement of data-modifying CTEs. A statement costs a round trip to the database whatever its size,
+// and per round trip is where a create spent its time (docs/performance.md). Each table's rows
+// travel as one jsonb parameter read through the table's own row type (jsonb_populate_record), so
+// there is no bind-parameter limit to batch around. Children find their parent by position: an
+// address by its position, a point by (address, point), a meter by (address, point, meter), joined
+// to the parents' RETURNING rows. Rows are inserted in the order given, so ids follow positions.
 type Trx = Transaction<Database>;
-
-/** Undefined when the number is taken already (the caller draws another): no failed statement. */
-export async function insertAccount(trx: Trx, row: Insertable<AccountsTable>) {
-  return trx.insertInto('accounts').values(row)
-    .onConflict((oc) => oc.column('number').doNothing())
-    .returning(['id', 'created_at'])
-    .executeTakeFirst();
-}
 
 /** A row of `T` as stored (jsonb columns as values, not text), without its ids and parent keys. */
 type RowOf<T, Omitted extends keyof Selectable<T>> = Omit<Selectable<T>, 'id' | Omitted>;
@@ -39,31 +31,38 @@ export interface AccountTreeRows {
   notes: Array<Omit<RowOf<NotesTable, 'account_id' | 'inserted_at'>, 'created_at'> & { created_at: string | null }>;
 }
 
-/** The account's rows below the account itself, and the import's link to it, in one statement. */
-export async function insertAccountTree(trx: Trx, accountId: number, importId: number, rows: AccountTreeRows): Promise<void> {
+/**
+ * The account, its tree and the import's link, or undefined (and nothing written) when the account's
+ * number is taken already: the caller draws another, with no failed statement to roll back.
+ */
+export async function insertAccountWithTree(
+  trx: Trx, account: Insertable<AccountsTable>, rows: AccountTreeRows,
+): Promise<{ id: number; created_at: Date } | undefined> {
   const json = (list: unknown[]) => JSON.stringify(list);
-  await sql`
-    WITH customer_rows AS (
+  const { rows: made } = await sql<{ id: number; created_at: Date }>`
+    WITH account AS (
+      ${trx.insertInto('accounts').values(account).onConflict((oc) => oc.column('number').doNothing()).returning(['id', 'created_at'])}
+    ), customer_rows AS (
       INSERT INTO customers (account_id, position, given_name, family_name, email, mobile, landline, alternative_phone_numbers,
         date_of_birth, opted_into_updates, opted_into_offers, opted_into_sms)
-      SELECT ${accountId}, r.position, r.given_name, r.family_name, r.email, r.mobile, r.landline,
+      SELECT account.id, r.position, r.given_name, r.family_name, r.email, r.mobile, r.landline,
         coalesce(r.alternative_phone_numbers, '[]'), r.date_of_birth, r.opted_into_updates, r.opted_into_offers, r.opted_into_sms
-      FROM jsonb_array_elements(${json(rows.customers)}::jsonb) WITH ORDINALITY AS e(j, n),
+      FROM account, jsonb_array_elements(${json(rows.customers)}::jsonb) WITH ORDINALITY AS e(j, n),
         jsonb_populate_record(NULL::customers, e.j) AS r
       ORDER BY e.n
     ), addresses AS (
       INSERT INTO supply_addresses (account_id, position, supply_address1, supply_address2, supply_address3, supply_address4,
         supply_postcode, customer_at_supply_address_from_date)
-      SELECT ${accountId}, r.position, r.supply_address1, r.supply_address2, r.supply_address3, r.supply_address4,
+      SELECT account.id, r.position, r.supply_address1, r.supply_address2, r.supply_address3, r.supply_address4,
         r.supply_postcode, r.customer_at_supply_address_from_date
-      FROM jsonb_array_elements(${json(rows.addresses)}::jsonb) WITH ORDINALITY AS e(j, n),
+      FROM account, jsonb_array_elements(${json(rows.addresses)}::jsonb) WITH ORDINALITY AS e(j, n),
         jsonb_populate_record(NULL::supply_addresses, e.j) AS r
       ORDER BY e.n
-      RETURNING id, position
+      RETURNING id, account_id, position
     ), points AS (
       INSERT INTO supply_points (account_id, supply_address_id, position, supply_type, supply_start_date, last_billed_to_date,
         identifier, details)
-      SELECT ${accountId}, a.id, (e.j->>'point')::int, r.supply_type, r.supply_start_date, r.last_billed_to_date,
+      SELECT a.account_id, a.id, (e.j->>'point')::int, r.supply_type, r.supply_start_date, r.last_billed_to_date,
         r.identifier, coalesce(r.details, '{}')
       FROM jsonb_array_elements(${json(rows.points)}::jsonb) WITH ORDINALITY AS e(j, n)
         CROSS JOIN LATERAL jsonb_populate_record(NULL::supply_points, e.j) AS r
@@ -106,12 +105,14 @@ export async function insertAccountTree(trx: Trx, accountId: number, importId: n
       ORDER BY e.n
     ), note_rows AS (
       INSERT INTO notes (account_id, body, document_paths, created_at, is_pinned, unpin_at)
-      SELECT ${accountId}, r.body, coalesce(r.document_paths, '[]'), coalesce(r.created_at, now()), coalesce(r.is_pinned, false), r.unpin_at
-      FROM jsonb_array_elements(${json(rows.notes)}::jsonb) WITH ORDINALITY AS e(j, n),
+      SELECT account.id, r.body, coalesce(r.document_paths, '[]'), coalesce(r.created_at, now()), coalesce(r.is_pinned, false), r.unpin_at
+      FROM account, jsonb_array_elements(${json(rows.notes)}::jsonb) WITH ORDINALITY AS e(j, n),
         jsonb_populate_record(NULL::notes, e.j) AS r
       ORDER BY e.n
     )
-    UPDATE account_imports SET account_id = ${accountId} WHERE id = ${importId}`.execute(trx);
+    UPDATE account_imports ai SET account_id = account.id FROM account WHERE ai.id = ${account.account_import_id}
+    RETURNING account.id, account.created_at`.execute(trx);
+  return made[0];
 }
 
 /** Electricity identifiers among `identifiers` that are already on an account. */

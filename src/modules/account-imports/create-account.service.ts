@@ -17,7 +17,7 @@ import type { ProcessAccountBody, ProcessAccountResponse } from './account-impor
 import * as imports from './account-imports.repository.ts';
 import { newAccountNumber } from './account-number.ts';
 import { accountTreeRows, supplyPointsOf } from './account-tree.builder.ts';
-import { findRegisteredIdentifiers, insertAccount, insertAccountTree } from './account-tree.repository.ts';
+import { findRegisteredIdentifiers, insertAccountWithTree } from './account-tree.repository.ts';
 import * as errors from './import-errors.ts';
 import { tryTakeSlot } from './import-locks.repository.ts';
 
@@ -196,14 +196,14 @@ async function buildAccount(
     unknown_occupier: data.unknown_occupier ?? null,
     metadata: JSON.stringify(data.metadata ?? []),
   };
+  const tree = accountTreeRows(data);
   let created: { id: number; created_at: Date } | undefined;
   let number = '';
   for (let tries = 0; !created; tries += 1) {
     if (tries === 5) throw new Error('could not draw a free account number in 5 tries');
     number = newAccountNumber();
-    created = await insertAccount(trx, { ...row, number });
+    created = await insertAccountWithTree(trx, { ...row, number }, tree);
   }
-  await insertAccountTree(trx, created.id, input.importId, accountTreeRows(data));
   if (supplier.customer_emails) {
     const emails = data.customers.flatMap((c) => welcomeEmail(c, number) ?? []);
     await queueEmails(queue, trx, created.id, emails);
