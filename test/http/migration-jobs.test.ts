@@ -409,6 +409,25 @@ describe('the dispatch window', () => {
   });
 });
 
+describe('two jobs at once', () => {
+  test('they take turns on the queue: a small job started after a big one finishes while most of the big one is still to run', async () => {
+    const tenant = await createTenant(t);
+    const big = await newJob(tenant);
+    const small = await newJob(tenant);
+    await upload(tenant, big.id, Array.from({ length: 12 }, () => ({ account: accountPayload(tenant.supplier) })));
+    await upload(tenant, small.id, Array.from({ length: 3 }, () => ({ account: accountPayload(tenant.supplier) })));
+    assert.equal((await action(tenant, big.id, 'start')).status, 200);
+    assert.equal((await action(tenant, small.id, 'start')).status, 200);
+    await finished(tenant, small.id);
+    await finished(tenant, big.id);
+    // With the whole of the big job on the queue first, the small job's records would run after all
+    // twelve had started, so at most the few running beside them could finish later.
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM migration_job_records
+      WHERE job_id = ${big.id}::uuid AND finished_at > (SELECT max(finished_at) FROM migration_job_records WHERE job_id = ${small.id}::uuid)`.execute(db);
+    assert.ok(rows[0]!.n >= 5, `${rows[0]!.n} of the big job's 12 records finished after the small job's last`);
+  });
+});
+
 describe('reading jobs', () => {
   test('another organisation\'s job is 404 not_found on every endpoint', async () => {
     const tenant = await createTenant(t);
