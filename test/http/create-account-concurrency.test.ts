@@ -75,6 +75,40 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     }
   });
 
+  test('a create refused because another instance is creating the account is answered at once, not when that create ends', async () => {
+    const [a, b] = apps as [TestApp, TestApp];
+    const tenant = await createTenant(a);
+    const p1 = await stage(a, tenant);
+    const holder = await pgSession(url);
+    try {
+      // Instance a's create holds the account's lock and its import row, and waits at its insert.
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE accounts IN SHARE MODE');
+      const running = processAccount(a, tenant, p1.external_account_number);
+      await waitUntil(async () => (await slotsHeld()) === 1, 'the create on a holds its slot');
+      const started = Date.now();
+      const refused = await Promise.race([
+        processAccount(b, tenant, p1.external_account_number),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000)),
+      ]);
+      assert.ok(refused, 'b answered while a\'s create was still running');
+      assert.ok(Date.now() - started < 2_000, `answered in ${Date.now() - started} ms`);
+      assert.deepEqual([refused.status, refused.json.code], [400, 'account_import_in_progress']);
+      await holder.query('COMMIT');
+      assert.equal((await running).status, 201);
+      // Both attempts are recorded; the account's latest attempt is its create.
+      const attempts = await a.store.db.selectFrom('create_attempts').select(['outcome', 'error_code'])
+        .where('external_account_number', '=', p1.external_account_number).orderBy('id').execute();
+      assert.deepEqual(attempts, [{ outcome: 'failed', error_code: 'account_import_in_progress' }, { outcome: 'created', error_code: null }]);
+      const row = await a.store.db.selectFrom('account_imports').select(['last_attempt_outcome', 'last_error_code'])
+        .where('external_account_number', '=', p1.external_account_number).executeTakeFirstOrThrow();
+      assert.deepEqual(row, { last_attempt_outcome: 'created', last_error_code: null });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+    }
+  });
+
   test('a burst over two instances never runs more than the limit at once', async () => {
     const [a, b] = apps as [TestApp, TestApp];
     const tenant = await createTenant(a);
