@@ -41,8 +41,7 @@ describe('an instance frozen mid-create', { skip }, () => {
 
     const exts = Array.from({ length: ACCOUNTS }, (_, i) => `FROZEN-${process.pid}-${i}`);
     // An account A never touches: B's create of it meets only the limit. (One A is creating answers
-    // account_import_in_progress, and only once A's transaction ends: recording that attempt waits
-    // for the account's row, which A's open transaction holds.)
+    // account_import_in_progress instead, at once: test/http/create-account-concurrency.test.ts.)
     const untouched = `FROZEN-${process.pid}-untouched`;
     for (const ext of [...exts, untouched]) {
       const staged = await request(b!.url, 'POST', ROUTES.stage, { token: tenant.token, body: accountPayload(tenant.supplier, ext, { electricity: 6 }) });
