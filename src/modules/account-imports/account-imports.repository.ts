@@ -92,10 +92,14 @@ export async function findImportStateAndTryLock(
  * back, lands. Without the row lock a re-stage could commit between this read and the link to
  * the new account (insertAccountWithTree), answer 200, and never be imported.
  */
-export function findStagedForCreate(trx: Transaction<Database>, importId: number): Promise<ImportState & { data: unknown }> {
+export function findStagedForCreate(
+  trx: Transaction<Database>, importId: number, teamName: string,
+): Promise<ImportState & { data: unknown; team_id: number | null }> {
   return trx.selectFrom('account_imports as ai')
     .leftJoin('accounts as a', 'a.id', 'ai.account_id')
     .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', 'ai.data'])
+    // The operations team the create names, read in the same round trip (null: no such team).
+    .select((eb) => eb.selectFrom('operations_teams').select('id').where('name', '=', teamName).as('team_id'))
     .where('ai.id', '=', importId)
     .forUpdate('ai')
     .executeTakeFirstOrThrow();

@@ -5,7 +5,6 @@ import { requireCallerSupplier, requireSupplierOpen } from '../../core/suppliers
 import { AppError } from '../../core/errors.ts';
 import { validationError } from '../../core/validation.ts';
 import { validateAccountData, type AccountData } from '../account-data/account-data.schemas.ts';
-import { findTeamByName } from '../admin/admin.repository.ts';
 import type { Caller } from '../../core/caller.ts';
 import { queueEmails } from '../email/outbox.repository.ts';
 import type { JobQueue } from '../../queue/queue.ts';
@@ -101,12 +100,11 @@ async function create(
       if (!seen) throw errors.accountNotStaged(ext);
       errors.requireNotImportedOrSkipped(ext, seen);
       if (!seen.locked) throw errors.accountImportInProgress(ext);
-      // Read again under the lock, with the staged data: this read decides.
-      const state = await imports.findStagedForCreate(trx, seen.id);
+      // Read again under the lock, with the staged data (and the team): this read decides.
+      const state = await imports.findStagedForCreate(trx, seen.id, body.operations_team_name);
       errors.requireNotImportedOrSkipped(ext, state);
 
-      const team = await teamNamed(deps.db, trx, body.operations_team_name);
-      if (!team) {
+      if (state.team_id === null) {
         throw AppError.field('operations_team_not_found', `No operations team named "${body.operations_team_name}".`, 'operations_team_name');
       }
       if (deps.processConcurrencyLimit > 0 && (await tryTakeSlot(trx, deps.processConcurrencyLimit)) === null) {
@@ -122,7 +120,7 @@ async function create(
       // the same answer, since nothing after that point can fail first.
       data = state.data as AccountData;
 
-      const { number, createdAt } = await buildAccount(trx, deps.queue, { importId: state.id, ext, supplier, teamId: team.id, data });
+      const { number, createdAt } = await buildAccount(trx, deps.queue, { importId: state.id, ext, supplier, teamId: state.team_id, data });
       if (body.dry_run === true) throw new DryRunRollback();
       await imports.insertAttempt(trx, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null });
       await recordEvent(trx, {
@@ -142,26 +140,6 @@ async function create(
     if (isUniqueViolation(error, 'accounts_account_import_id_key')) throw errors.accountImportInProgress(ext);
     throw error;
   }
-}
-
-/**
- * Teams found so far, per store. Only what was found is kept: a team is created and never renamed or
- * deleted (import-admin has no such command), so a team found once is there for every later create
- * on every instance, while a name not found yet is looked up again each time (it may be created).
- */
-const teamsFound = new WeakMap<Db, Map<string, { id: number }>>();
-
-async function teamNamed(db: Db, trx: Transaction<Database>, name: string): Promise<{ id: number } | undefined> {
-  let found = teamsFound.get(db);
-  if (!found) teamsFound.set(db, found = new Map());
-  const known = found.get(name);
-  if (known) return known;
-  const team = await findTeamByName(trx, name);
-  if (team) {
-    if (found.size >= 1_000) found.clear();
-    found.set(name, { id: team.id });
-  }
-  return team;
 }
 
 /**
