@@ -2,7 +2,7 @@ import type { AccountData, SupplyPoint } from '../account-data/account-data.sche
 import type { AccountTreeRows } from './account-tree.repository.ts';
 
 // Maps validated account data onto the rows of a new account, each child keyed by its parents'
-// positions in the payload (insertAccountTree finds their ids by them).
+// positions in the payload (insertAccountWithTree finds their ids by them).
 
 /** Fields kept as columns of supply_points or as rows of their own; everything else is `details`. */
 const POINT_COLUMNS = new Set([
@@ -23,7 +23,7 @@ export function supplyPointsOf(data: AccountData): PointRef[] {
     address.supply_points.map((point, pointIndex) => ({ addressIndex, pointIndex, point })));
 }
 
-/** The rows of a new account below the account row, for insertAccountTree. */
+/** The rows of a new account below the account row, for insertAccountWithTree. */
 export function accountTreeRows(data: AccountData): AccountTreeRows {
   const rows: AccountTreeRows = {
     customers: data.customers.map((c, position) => ({

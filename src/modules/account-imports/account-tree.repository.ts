@@ -32,13 +32,24 @@ export interface AccountTreeRows {
 }
 
 /**
+ * The rows of one table as a source for its INSERT … SELECT: `e.j` each row's JSON, `e.n` its place
+ * (the order of insertion), `r` the row read through the table's own row type.
+ */
+function rowsOf(table: keyof Database, rows: unknown[]) {
+  return sql`jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS e(j, n)
+    CROSS JOIN LATERAL jsonb_populate_record(NULL::${sql.table(table)}, e.j) AS r`;
+}
+
+/** The supply point a row names by (address, point), among `point_keys` as `k`. */
+const POINT_OF_ROW = sql`k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int`;
+
+/**
  * The account, its tree and the import's link, or undefined (and nothing written) when the account's
  * number is taken already: the caller draws another, with no failed statement to roll back.
  */
 export async function insertAccountWithTree(
   trx: Trx, account: Insertable<AccountsTable>, rows: AccountTreeRows,
 ): Promise<{ id: number; created_at: Date } | undefined> {
-  const json = (list: unknown[]) => JSON.stringify(list);
   const { rows: made } = await sql<{ id: number; created_at: Date }>`
     WITH account AS (
       ${trx.insertInto('accounts').values(account).onConflict((oc) => oc.column('number').doNothing()).returning(['id', 'created_at'])}
@@ -47,16 +58,14 @@ export async function insertAccountWithTree(
         date_of_birth, opted_into_updates, opted_into_offers, opted_into_sms)
       SELECT account.id, r.position, r.given_name, r.family_name, r.email, r.mobile, r.landline,
         coalesce(r.alternative_phone_numbers, '[]'), r.date_of_birth, r.opted_into_updates, r.opted_into_offers, r.opted_into_sms
-      FROM account, jsonb_array_elements(${json(rows.customers)}::jsonb) WITH ORDINALITY AS e(j, n),
-        jsonb_populate_record(NULL::customers, e.j) AS r
+      FROM account CROSS JOIN ${rowsOf('customers', rows.customers)}
       ORDER BY e.n
     ), addresses AS (
       INSERT INTO supply_addresses (account_id, position, supply_address1, supply_address2, supply_address3, supply_address4,
         supply_postcode, customer_at_supply_address_from_date)
       SELECT account.id, r.position, r.supply_address1, r.supply_address2, r.supply_address3, r.supply_address4,
         r.supply_postcode, r.customer_at_supply_address_from_date
-      FROM account, jsonb_array_elements(${json(rows.addresses)}::jsonb) WITH ORDINALITY AS e(j, n),
-        jsonb_populate_record(NULL::supply_addresses, e.j) AS r
+      FROM account CROSS JOIN ${rowsOf('supply_addresses', rows.addresses)}
       ORDER BY e.n
       RETURNING id, account_id, position
     ), points AS (
@@ -64,8 +73,7 @@ export async function insertAccountWithTree(
         identifier, details)
       SELECT a.account_id, a.id, (e.j->>'point')::int, r.supply_type, r.supply_start_date, r.last_billed_to_date,
         r.identifier, coalesce(r.details, '{}')
-      FROM jsonb_array_elements(${json(rows.points)}::jsonb) WITH ORDINALITY AS e(j, n)
-        CROSS JOIN LATERAL jsonb_populate_record(NULL::supply_points, e.j) AS r
+      FROM ${rowsOf('supply_points', rows.points)}
         JOIN addresses a ON a.position = (e.j->>'address')::int
       ORDER BY e.n
       RETURNING id, supply_address_id, position
@@ -74,23 +82,17 @@ export async function insertAccountWithTree(
     ), agreement_rows AS (
       INSERT INTO agreements (supply_point_id, position, tariff_code, effective_from)
       SELECT k.id, r.position, r.tariff_code, r.effective_from
-      FROM jsonb_array_elements(${json(rows.agreements)}::jsonb) WITH ORDINALITY AS e(j, n)
-        CROSS JOIN LATERAL jsonb_populate_record(NULL::agreements, e.j) AS r
-        JOIN point_keys k ON k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int
+      FROM ${rowsOf('agreements', rows.agreements)} JOIN point_keys k ON ${POINT_OF_ROW}
       ORDER BY e.n
     ), reading_rows AS (
       INSERT INTO transfer_readings (supply_point_id, position, register_type, read_date, value)
       SELECT k.id, r.position, r.register_type, r.read_date, r.value
-      FROM jsonb_array_elements(${json(rows.readings)}::jsonb) WITH ORDINALITY AS e(j, n)
-        CROSS JOIN LATERAL jsonb_populate_record(NULL::transfer_readings, e.j) AS r
-        JOIN point_keys k ON k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int
+      FROM ${rowsOf('transfer_readings', rows.readings)} JOIN point_keys k ON ${POINT_OF_ROW}
       ORDER BY e.n
     ), meter_rows AS (
       INSERT INTO meters (supply_point_id, position, serial_number, subgroup, seal_date, meter_number, status, active_from, meter_type)
       SELECT k.id, r.position, r.serial_number, r.subgroup, r.seal_date, r.meter_number, r.status, r.active_from, r.meter_type
-      FROM jsonb_array_elements(${json(rows.meters)}::jsonb) WITH ORDINALITY AS e(j, n)
-        CROSS JOIN LATERAL jsonb_populate_record(NULL::meters, e.j) AS r
-        JOIN point_keys k ON k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int
+      FROM ${rowsOf('meters', rows.meters)} JOIN point_keys k ON ${POINT_OF_ROW}
       ORDER BY e.n
       RETURNING id, supply_point_id, position
     ), meter_keys AS (
@@ -98,16 +100,12 @@ export async function insertAccountWithTree(
     ), register_rows AS (
       INSERT INTO registers (meter_id, position, register_type, whole_digits, decimal_digits, active_from, multiplier)
       SELECT k.id, r.position, r.register_type, r.whole_digits, r.decimal_digits, r.active_from, r.multiplier
-      FROM jsonb_array_elements(${json(rows.registers)}::jsonb) WITH ORDINALITY AS e(j, n)
-        CROSS JOIN LATERAL jsonb_populate_record(NULL::registers, e.j) AS r
-        JOIN meter_keys k ON k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int
-          AND k.meter = (e.j->>'meter')::int
+      FROM ${rowsOf('registers', rows.registers)} JOIN meter_keys k ON ${POINT_OF_ROW} AND k.meter = (e.j->>'meter')::int
       ORDER BY e.n
     ), note_rows AS (
       INSERT INTO notes (account_id, body, document_paths, created_at, is_pinned, unpin_at)
       SELECT account.id, r.body, coalesce(r.document_paths, '[]'), coalesce(r.created_at, now()), coalesce(r.is_pinned, false), r.unpin_at
-      FROM account, jsonb_array_elements(${json(rows.notes)}::jsonb) WITH ORDINALITY AS e(j, n),
-        jsonb_populate_record(NULL::notes, e.j) AS r
+      FROM account CROSS JOIN ${rowsOf('notes', rows.notes)}
       ORDER BY e.n
     )
     UPDATE account_imports ai SET account_id = account.id FROM account WHERE ai.id = ${account.account_import_id}
