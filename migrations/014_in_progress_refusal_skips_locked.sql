@@ -5,15 +5,14 @@
 -- attempt now leaves the columns alone when the row is locked: the running create's own attempt
 -- (created, or failed and recorded after its rollback) becomes the latest when it ends. Every other
 -- attempt moves them as before, waiting for the row if it must.
+-- The UPDATE below is migration 009's, unchanged.
 CREATE OR REPLACE FUNCTION create_attempts_track_latest() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  target bigint;
 BEGIN
   IF NEW.error_code = 'account_import_in_progress' THEN
-    SELECT id INTO target FROM account_imports
+    PERFORM FROM account_imports
      WHERE supplier_id = NEW.supplier_id AND external_account_number = NEW.external_account_number
      FOR UPDATE SKIP LOCKED;
-    IF target IS NULL THEN
+    IF NOT FOUND THEN
       RETURN NULL;
     END IF;
   END IF;
