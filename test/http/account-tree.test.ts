@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { randomBytes } from 'node:crypto';
-import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/admin.repository.ts';
 import { insertAccountWithTree, type AccountTreeRows } from '../../src/modules/account-imports/account-tree.repository.ts';
-import { buildTestApp, createTenant, unique, type Tenant } from '../support/test-app.ts';
+import { newAccountRow } from '../support/accounts.ts';
+import { buildTestApp, createTenant } from '../support/test-app.ts';
 
 // A created account and its rows go in as one statement, each table's rows as one jsonb parameter
 // (account-tree.repository.ts): no bind-parameter limit to batch around, children joined to their
@@ -11,19 +10,6 @@ import { buildTestApp, createTenant, unique, type Tenant } from '../support/test
 // and on PostgreSQL.
 const t = await buildTestApp();
 const db = t.store.db;
-
-/** A staged import with no account yet, and the account row to create for it. */
-async function newAccountRow(tenant: Tenant, number = `A-${randomBytes(4).toString('hex').toUpperCase()}`) {
-  const supplier = (await findSupplierByCode(db, tenant.supplier))!;
-  const team = (await findTeamByName(db, tenant.team))!;
-  const ext = unique('EXT');
-  const staged = await db.insertInto('account_imports').values({ supplier_id: supplier.id, external_account_number: ext, data: '{}' })
-    .returning('id').executeTakeFirstOrThrow();
-  return {
-    number, account_import_id: staged.id, supplier_id: supplier.id, external_account_number: ext, operations_team_id: team.id,
-    billing_street_address: '1 Test Street', billing_country: 'GB', billing_postal_code: 'SW1A 1AA',
-  };
-}
 
 function bigTree(): AccountTreeRows {
   const rows: AccountTreeRows = {
@@ -73,7 +59,7 @@ function bigTree(): AccountTreeRows {
 describe('the account tree, one statement', () => {
   test('a tree past the bind-parameter limit is written whole, each child under its own parent, in position order', async () => {
     const tenant = await createTenant(t);
-    const account = await newAccountRow(tenant);
+    const account = await newAccountRow(t, tenant);
     const importId = account.account_import_id;
     const made = await db.transaction().execute((trx) => insertAccountWithTree(trx, account, bigTree()));
     assert.ok(made);
@@ -125,7 +111,7 @@ describe('the account tree, one statement', () => {
 
   test('an empty tree writes the account alone and links the import', async () => {
     const tenant = await createTenant(t);
-    const account = await newAccountRow(tenant);
+    const account = await newAccountRow(t, tenant);
     const empty: AccountTreeRows = { customers: [], addresses: [], points: [], agreements: [], meters: [], registers: [], readings: [], notes: [] };
     const made = await db.transaction().execute((trx) => insertAccountWithTree(trx, account, empty));
     assert.ok(made);
@@ -136,9 +122,9 @@ describe('the account tree, one statement', () => {
 
   test('a number already taken writes nothing at all: no account, no rows under it, no link', async () => {
     const tenant = await createTenant(t);
-    const first = await newAccountRow(tenant);
+    const first = await newAccountRow(t, tenant);
     assert.ok(await db.transaction().execute((trx) => insertAccountWithTree(trx, first, bigTree())));
-    const second = await newAccountRow(tenant, first.number);
+    const second = await newAccountRow(t, tenant, first.number);
     const made = await db.transaction().execute((trx) => insertAccountWithTree(trx, second, bigTree()));
     assert.equal(made, undefined);
     const accounts = await db.selectFrom('accounts').select('external_account_number').where('number', '=', first.number).execute();

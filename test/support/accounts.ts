@@ -10,23 +10,28 @@ export interface ImportedAccount { externalAccountNumber: string; serviceAccount
  * creation itself go through the HTTP endpoints.
  */
 export async function insertImportedAccount(t: TestApp, tenant: Tenant): Promise<ImportedAccount> {
+  const row = await newAccountRow(t, tenant);
+  return t.store.db.transaction().execute(async (trx) => {
+    const account = await trx.insertInto('accounts').values(row).returning('id').executeTakeFirstOrThrow();
+    await trx.updateTable('account_imports').set({ account_id: account.id }).where('id', '=', row.account_import_id).execute();
+    return { externalAccountNumber: row.external_account_number, serviceAccountNumber: row.number, accountId: account.id };
+  });
+}
+
+/** A staged import process without an account yet, and the account row a create would write for it. */
+export async function newAccountRow(t: TestApp, tenant: Tenant, number = `A-${randomBytes(4).toString('hex').toUpperCase()}`) {
   const db = t.store.db;
   const supplier = await findSupplierByCode(db, tenant.supplier);
   const team = await findTeamByName(db, tenant.team);
   if (!supplier || !team) throw new Error('tenant is incomplete');
   const externalAccountNumber = unique('EXT');
-  const number = `A-${randomBytes(4).toString('hex').toUpperCase()}`;
-  return db.transaction().execute(async (trx) => {
-    const staged = await trx.insertInto('account_imports')
-      .values({ supplier_id: supplier.id, external_account_number: externalAccountNumber, data: '{}' })
-      .returning('id').executeTakeFirstOrThrow();
-    const account = await trx.insertInto('accounts').values({
-      number, account_import_id: staged.id, supplier_id: supplier.id, external_account_number: externalAccountNumber,
-      operations_team_id: team.id, billing_street_address: '1 Test Street', billing_country: 'GB', billing_postal_code: 'SW1A 1AA',
-    }).returning('id').executeTakeFirstOrThrow();
-    await trx.updateTable('account_imports').set({ account_id: account.id }).where('id', '=', staged.id).execute();
-    return { externalAccountNumber, serviceAccountNumber: number, accountId: account.id };
-  });
+  const staged = await db.insertInto('account_imports')
+    .values({ supplier_id: supplier.id, external_account_number: externalAccountNumber, data: '{}' })
+    .returning('id').executeTakeFirstOrThrow();
+  return {
+    number, account_import_id: staged.id, supplier_id: supplier.id, external_account_number: externalAccountNumber,
+    operations_team_id: team.id, billing_street_address: '1 Test Street', billing_country: 'GB', billing_postal_code: 'SW1A 1AA',
+  };
 }
 
 /** Staged but not imported: endpoints that need an account answer 404 for it (D8). */
