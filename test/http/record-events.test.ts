@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { NewEvent } from '../../src/modules/events/event-types.ts';
-import { recordEvents, setEventRecordedHook } from '../../src/modules/events/events.repository.ts';
+import { recordEvents, recordEventsWith, setEventRecordedHook } from '../../src/modules/events/events.repository.ts';
 import { supplierIdOf } from '../support/imports.ts';
 import { buildTestApp, createTenant } from '../support/test-app.ts';
 
-// recordEvents, through which every event is written (one, or a staging batch's many), on PGlite and
+// recordEvents, through which every event is written (one, or a staging batch's many), and
+// recordEventsWith, which writes them in the statement of the change they report, on PGlite and
 // PostgreSQL. Its own file: it replaces the process's after-record hook (the webhooks' fan-out trigger).
 const t = await buildTestApp();
 const db = t.store.db;
@@ -44,5 +45,34 @@ describe('recordEvents', () => {
       setEventRecordedHook(null);
     }
     assert.equal(called, false);
+  });
+
+  test('recordEventsWith: the write and the event in one statement, the write\'s rows answered, the hook run after; a failing write keeps no event', async () => {
+    const tenant = await createTenant(t);
+    const supplierId = await supplierIdOf(t, tenant.supplier);
+    const event: NewEvent = { supplierId, type: 'import_process.staged', externalAccountNumber: 'W-1', data: { first_staging: true } };
+    const told: string[] = [];
+    setEventRecordedHook(async (trx, e) => {
+      // Run after the statement: the event is already there for the hook to see.
+      const seen = await trx.selectFrom('events').select('id').where('supplier_id', '=', supplierId).execute();
+      told.push(`${e.externalAccountNumber} (${seen.length} seen)`);
+    });
+    const write = (trx: Parameters<typeof recordEvents>[0], team: string) =>
+      trx.insertInto('operations_teams').values({ name: team }).returning(['id', 'name']);
+    const team = `team-${supplierId}`;
+    let answered: Array<{ id: number; name: string }>;
+    try {
+      answered = await db.transaction().execute((trx) => recordEventsWith(trx, [event], write(trx, team)));
+      // The same team again breaks the unique name: the statement fails whole, its event with it.
+      await assert.rejects(db.transaction().execute((trx) => recordEventsWith(trx, [{ ...event, externalAccountNumber: 'W-2' }], write(trx, team))));
+    } finally {
+      setEventRecordedHook(null);
+    }
+    assert.equal(answered.length, 1);
+    assert.equal(answered[0]!.name, team);
+    assert.deepEqual(told, ['W-1 (1 seen)']);
+    const rows = await db.selectFrom('events').select('external_account_number').where('supplier_id', '=', supplierId).execute();
+    assert.deepEqual(rows.map((r) => r.external_account_number), ['W-1']);
+    await db.deleteFrom('operations_teams').where('name', '=', team).execute();
   });
 });

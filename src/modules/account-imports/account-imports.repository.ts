@@ -38,7 +38,7 @@ export interface StagedBatchRow { supplier_id: number; external_account_number: 
 
 /**
  * upsertStaged for many rows in ONE statement. The rows travel as ONE jsonb parameter, as
- * insertTransactions sends its batch; the staged data is spliced into it as the JSON text
+ * transactionsInsert sends its batch; the staged data is spliced into it as the JSON text
  * upsertStaged would send alone, so the stored jsonb is the same value. Rows are written, and their
  * row locks taken, in the order given: the caller sorts them, so that concurrent batches lock shared
  * rows in the same order and cannot deadlock. No (supplier, account) may appear twice: ON CONFLICT DO
@@ -119,8 +119,9 @@ export interface AttemptRecord {
   errorFieldCode?: string | null;
 }
 
-export async function insertAttempt(db: Db | Transaction<Database>, attempt: AttemptRecord): Promise<void> {
-  await db.insertInto('create_attempts').values({
+/** The insert of an attempt's record, built and not yet run: it travels with the attempt's event (recordEventsWith). */
+export function attemptInsert(trx: Transaction<Database>, attempt: AttemptRecord) {
+  return trx.insertInto('create_attempts').values({
     supplier_id: attempt.supplierId,
     external_account_number: attempt.externalAccountNumber,
     dry_run: attempt.dryRun,
@@ -130,7 +131,7 @@ export async function insertAttempt(db: Db | Transaction<Database>, attempt: Att
     error_attr: attempt.errorAttr ?? null,
     error_field_code: attempt.errorFieldCode ?? null,
     started_at: attempt.startedAt,
-  }).execute();
+  }).returning('id');
 }
 
 export interface StatusRow {

@@ -10,7 +10,7 @@ import { queueEmails } from '../email/outbox.repository.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { welcomeEmail } from '../email/welcome-email.ts';
 import type { NewEvent } from '../events/event-types.ts';
-import { recordEvent } from '../events/events.repository.ts';
+import { recordEventsWith } from '../events/events.repository.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { ProcessAccountBody, ProcessAccountResponse } from './account-imports.schemas.ts';
 import * as imports from './account-imports.repository.ts';
@@ -73,8 +73,7 @@ export async function createAccount(deps: CreateAccountDeps, caller: Caller, bod
 // the answer into another error, so a failure to record is swallowed.
 async function record(db: Db, attempt: imports.AttemptRecord, attr: string | null): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    await imports.insertAttempt(trx, attempt);
-    await recordEvent(trx, attemptEvent(attempt, attr));
+    await recordEventsWith(trx, [attemptEvent(attempt, attr)], imports.attemptInsert(trx, attempt));
   }).catch(() => {});
 }
 
@@ -122,11 +121,10 @@ async function create(
 
       const { number, createdAt } = await buildAccount(trx, deps.queue, { importId: state.id, ext, supplier, teamId: state.team_id, data });
       if (body.dry_run === true) throw new DryRunRollback();
-      await imports.insertAttempt(trx, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null });
-      await recordEvent(trx, {
+      await recordEventsWith(trx, [{
         supplierId: supplier.id, type: 'import_process.completed', externalAccountNumber: ext,
         data: { service_account_number: number, account_created_at: utcSeconds(createdAt) },
-      });
+      }], imports.attemptInsert(trx, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null }));
       return number;
     });
   } catch (error) {

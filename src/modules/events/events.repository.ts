@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Compilable, type Kysely, type OperationNodeSource, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { NewEvent } from './event-types.ts';
 
@@ -16,18 +16,42 @@ export async function recordEvent(trx: Transaction<Database>, event: NewEvent): 
 
 /**
  * recordEvent for many events of one transaction (the staging group commit's): one multi-row
- * INSERT, in the order given, then the after-record hook once per supplier with that supplier's
- * first event, since what the hook does (the webhooks' fan-out trigger) depends only on the
- * transaction and the event's supplier.
+ * INSERT, in the order given, then the after-record hook (afterRecorded).
  */
 export async function recordEvents(trx: Transaction<Database>, events: readonly NewEvent[]): Promise<void> {
   if (events.length === 0) return;
-  await trx.insertInto('events').values(events.map((event) => ({
+  await eventsInsert(trx, events).execute();
+  await afterRecorded(trx, events);
+}
+
+/**
+ * recordEvents, written by the same statement as `write`, the change the events report (an INSERT …
+ * RETURNING, built and not yet run): one round trip instead of two. Answers the rows `write` returns;
+ * if `write` fails, no event is written either.
+ */
+export async function recordEventsWith<Row>(
+  trx: Transaction<Database>, events: readonly NewEvent[], write: RawBuilder<Row> | (Compilable<Row> & OperationNodeSource),
+): Promise<Row[]> {
+  if (events.length === 0) throw new Error('recordEventsWith needs at least one event');
+  const { rows } = await sql<Row>`WITH written AS (${write}), recorded AS (${eventsInsert(trx, events)}) SELECT * FROM written`.execute(trx);
+  await afterRecorded(trx, events);
+  return rows;
+}
+
+function eventsInsert(trx: Transaction<Database>, events: readonly NewEvent[]) {
+  return trx.insertInto('events').values(events.map((event) => ({
     supplier_id: event.supplierId,
     type: event.type,
     external_account_number: event.externalAccountNumber,
     data: JSON.stringify(event.data),
-  }))).execute();
+  })));
+}
+
+/**
+ * The after-record hook, once per supplier with that supplier's first event, since what the hook does
+ * (the webhooks' fan-out trigger) depends only on the transaction and the event's supplier.
+ */
+async function afterRecorded(trx: Transaction<Database>, events: readonly NewEvent[]): Promise<void> {
   if (!afterRecord) return;
   const told = new Set<number>();
   for (const event of events) {

@@ -31,14 +31,19 @@ export async function findNotesWithBodies(trx: Trx, accountId: number, bodies: s
 /** One multi-row insert for the notes of a request, of a created account, or of a forced batch. */
 export async function insertNotes(trx: Trx, accountId: number, notes: NoteRow[]): Promise<void> {
   if (notes.length === 0) return;
-  await trx.insertInto('notes').values(notes.map((note) => ({
+  await notesInsert(trx, accountId, notes).execute();
+}
+
+/** insertNotes' statement, built and not yet run (to travel with an import's event); `notes` is not empty. */
+export function notesInsert(trx: Trx, accountId: number, notes: NoteRow[]) {
+  return trx.insertInto('notes').values(notes.map((note) => ({
     account_id: accountId,
     body: note.body,
     document_paths: JSON.stringify(note.documentPaths),
     created_at: note.createdAt ?? sql<Date>`now()`,
     is_pinned: note.isPinned,
     unpin_at: note.unpinAt,
-  }))).execute();
+  }))).returning('id');
 }
 
 export async function countNotes(db: Kysely<Database>, accountId: number): Promise<number> {

@@ -5,9 +5,10 @@ import type { Note } from '../account-data/note.schemas.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEvent } from '../events/events.repository.ts';
+import { recordEvent, recordEventsWith } from '../events/events.repository.ts';
+import type { NewEvent } from '../events/event-types.ts';
 import type { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
-import { findNotesWithBodies, insertNotes, type NoteRow, type StoredNote } from './notes.repository.ts';
+import { findNotesWithBodies, notesInsert, type NoteRow, type StoredNote } from './notes.repository.ts';
 
 /**
  * Imports notes onto an account (spec 4.4, D8). A note is created only when the account has no note
@@ -35,11 +36,12 @@ export async function importNotes(db: Kysely<Database>, caller: Caller, body: Cr
       known.push({ body: w.body, documentPaths: w.documentPaths, createdAt });
       return { created_at: utcSeconds(createdAt), body: w.body, status: 'NOTE_CREATION_SUCCESS' as const };
     });
-    await insertNotes(trx, account.id, fresh);
-    await recordEvent(trx, {
+    const event: NewEvent = {
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'notes', added: fresh.length, already_existing: wanted.length - fresh.length },
-    });
+    };
+    if (fresh.length === 0) await recordEvent(trx, event);
+    else await recordEventsWith(trx, [event], notesInsert(trx, account.id, fresh));
     return results;
   });
 }

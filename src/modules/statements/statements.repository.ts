@@ -10,6 +10,7 @@ export function findStatements(db: Kysely<Database> | Transaction<Database>, acc
 }
 export type StatementRow = Awaited<ReturnType<typeof findStatements>>[number];
 
-export async function insertStatements(trx: Transaction<Database>, rows: Insertable<StatementsTable>[]): Promise<void> {
-  await trx.insertInto('statements').values(rows).execute();
+/** The insert of a request's new statements, built and not yet run (it travels with the import's event). */
+export function statementsInsert(trx: Transaction<Database>, rows: Insertable<StatementsTable>[]) {
+  return trx.insertInto('statements').values(rows).returning('id');
 }

@@ -5,10 +5,11 @@ import { AppError, type FieldError } from '../../core/errors.ts';
 import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEvent } from '../events/events.repository.ts';
+import type { NewEvent } from '../events/event-types.ts';
+import { recordEventsWith, recordEvent } from '../events/events.repository.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateStatementsBody, StatementItem } from './statements.schemas.ts';
-import { findStatements, insertStatements, type StatementRow } from './statements.repository.ts';
+import { findStatements, statementsInsert, type StatementRow } from './statements.repository.ts';
 
 interface Period { id: string; from: string; to: string }
 
@@ -56,8 +57,14 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
         ? new AppError('statement_period_overlap', errors[0]!.detail, { errors })
         : new AppError('invalid', 'The request failed validation.', { errors });
     }
-    if (fresh.length > 0) {
-      await insertStatements(trx, fresh.map((item) => ({
+    const event: NewEvent = {
+      supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
+      data: { kind: 'statements', added: fresh.length, already_existing: body.statements.length - fresh.length },
+    };
+    if (fresh.length === 0) {
+      await recordEvent(trx, event);
+    } else {
+      await recordEventsWith(trx, [event], statementsInsert(trx, fresh.map((item) => ({
         account_id: account.id,
         statement_id: item.statement_id,
         bill_period_from_date: item.bill_period_from_date,
@@ -66,12 +73,8 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
         number: item.number,
         gross_amount: decimalString(item.gross_amount),
         statement_path: item.statement_path ?? null,
-      })));
+      }))));
     }
-    await recordEvent(trx, {
-      supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
-      data: { kind: 'statements', added: fresh.length, already_existing: body.statements.length - fresh.length },
-    });
   });
   return body;
 }

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Insertable, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
 import type { Database, TransactionsTable } from '../../db/schema.ts';
 
 type Trx = Transaction<Database>;
@@ -29,10 +29,11 @@ export function findTransactionsById(trx: Trx, accountId: number, transactionIds
  * One statement for the whole batch, its rows sent as ONE jsonb parameter rather than ~15 bind
  * parameters a row (a batch of 500 would otherwise be 7,500 parameters to bind and parse). A
  * transaction_id already on the account is left out by the unique constraint (not looked up first),
- * so the caller sees it missing from what came back.
+ * so the caller sees it missing from what came back. Built and not yet run: it travels with the
+ * import's event (recordEventsWith).
  */
-export async function insertTransactions(trx: Trx, accountId: number, rows: NewTransactionValues[]): Promise<TransactionRow[]> {
-  const { rows: inserted } = await sql<TransactionRow>`
+export function transactionsInsert(accountId: number, rows: NewTransactionValues[]): RawBuilder<TransactionRow> {
+  return sql<TransactionRow>`
     INSERT INTO transactions (account_id, transaction_id, transaction_date, original_date, amount, type, reason,
       display_note, note, reference, payment_type, product_code, line_items, tax_items, description)
     SELECT ${accountId}::int8, x.transaction_id, x.transaction_date, x.original_date, x.amount, x.type, x.reason,
@@ -41,8 +42,7 @@ export async function insertTransactions(trx: Trx, accountId: number, rows: NewT
       original_date date, amount numeric, type text, reason text, display_note text, note text, reference text,
       payment_type text, product_code text, line_items jsonb, tax_items jsonb, description text)
     ON CONFLICT (account_id, transaction_id) DO NOTHING
-    RETURNING *`.execute(trx);
-  return inserted;
+    RETURNING *`;
 }
 
 /** A transaction to insert: its values as the columns take them, jsonb fields as values (not text). */

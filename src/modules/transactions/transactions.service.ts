@@ -5,12 +5,13 @@ import { AppError } from '../../core/errors.ts';
 import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEvent } from '../events/events.repository.ts';
+import { recordEvent, recordEventsWith } from '../events/events.repository.ts';
+import type { NewEvent } from '../events/event-types.ts';
 import { insertNotes } from '../notes/notes.repository.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
-  findBalanceOverflow, findOpenPeriodStart, findTransactionsById, insertTransactions, MAX_BALANCE, type NewTransactionValues,
+  findBalanceOverflow, findOpenPeriodStart, findTransactionsById, MAX_BALANCE, transactionsInsert, type NewTransactionValues,
   type TransactionRow,
 } from './transactions.repository.ts';
 
@@ -65,7 +66,14 @@ export async function importTransactions(
       throw AppError.field('account_balance_out_of_range', detail, `transactions.${body.transactions.findIndex((item) => item.transaction_id === id)}.amount`);
     }
 
-    const inserted = rows.length > 0 ? await insertTransactions(trx, account.id, rows) : [];
+    // The batch's event is written with its insert; a batch refused below rolls both back.
+    const event: NewEvent = {
+      supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
+      data: { kind: 'transactions', added: rows.length, already_existing: body.transactions.length - rows.length },
+    };
+    let inserted: TransactionRow[] = [];
+    if (rows.length > 0) inserted = await recordEventsWith(trx, [event], transactionsInsert(account.id, rows));
+    else await recordEvent(trx, event);
     const added = new Map(inserted.map((row) => [row.transaction_id, row]));
     if (added.size < rows.length) {
       const index = body.transactions.findIndex((item) => !existing.has(item.transaction_id) && !added.has(item.transaction_id));
@@ -77,11 +85,6 @@ export async function importTransactions(
         body: movedNoteBody(moved, periodStart), documentPaths: [], createdAt: new Date(), isPinned: true, unpinAt: null,
       }]);
     }
-
-    await recordEvent(trx, {
-      supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
-      data: { kind: 'transactions', added: added.size, already_existing: body.transactions.length - rows.length },
-    });
     return {
       results: body.transactions.map((item) => {
         const before = existing.get(item.transaction_id);
