@@ -136,7 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobRetryDelaySeconds: int('JOB_RETRY_DELAY_SECONDS', 8, 0, 3600),
     jobRecordTimeoutSeconds: int('JOB_RECORD_TIMEOUT_SECONDS', 300, 5, 86_400),
     jobPauseRecheckSeconds: int('JOB_PAUSE_RECHECK_SECONDS', 30, 1, 3600),
-    jobDispatchWindow: int('JOB_DISPATCH_WINDOW', 500, 1, 100_000),
+    jobDispatchWindow: int('JOB_DISPATCH_WINDOW', 128, 1, 100_000),
     queueMaintenanceIntervalSeconds: int('QUEUE_MAINTENANCE_INTERVAL_SECONDS', 60, 1, 3600),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 5_000, 0, 600_000),
