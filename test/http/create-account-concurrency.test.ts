@@ -128,6 +128,31 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     }
   });
 
+  test('the slot is taken by the read that decides, and the checks keep their order: an unknown team is named before a full limit, and a failed create gives its slot back', async () => {
+    const [a] = apps as [TestApp, TestApp];
+    const tenant = await createTenant(a);
+    const p1 = await stage(a, tenant);
+    const holder = await pgSession(url);
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1::int4, 1)', [SLOT_LOCK_SPACE]);
+      // One slot free: the create with no such team takes it with its read, fails, and rolls it back.
+      const unknown = await processAccount(a, tenant, p1.external_account_number, { operations_team_name: 'No such team' });
+      assert.equal(unknown.status, 400);
+      assert.equal(unknown.json.code, 'operations_team_not_found');
+      assert.equal(await slotsHeld(), 1, 'only the holder\'s slot is held');
+      // Every slot held elsewhere: the team is still what the answer names, as before any slot.
+      await holder.query('SELECT pg_advisory_xact_lock($1::int4, 2)', [SLOT_LOCK_SPACE]);
+      const stillUnknown = await processAccount(a, tenant, p1.external_account_number, { operations_team_name: 'No such team' });
+      assert.equal(stillUnknown.json.code, 'operations_team_not_found');
+      assert.equal((await processAccount(a, tenant, p1.external_account_number)).status, 429);
+      await holder.query('COMMIT');
+      assert.equal((await processAccount(a, tenant, p1.external_account_number)).status, 201);
+    } finally {
+      await holder.end();
+    }
+  });
+
   test('slots held by a session that is terminated are freed', async () => {
     const [a, b] = apps as [TestApp, TestApp];
     const tenant = await createTenant(a);

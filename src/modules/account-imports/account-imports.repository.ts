@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { precompiled } from '../../db/precompiled.ts';
-import { accountLockHeld, tryLockAccountExpr } from './import-locks.repository.ts';
+import { accountLockHeld, takeSlotExpr, tryLockAccountExpr } from './import-locks.repository.ts';
 
 // The import process rows (account_imports) and the create attempts. Free functions, executor first.
 type Db = Kysely<Database>;
@@ -91,15 +91,18 @@ export async function findImportStateAndTryLock(
  * finds the account imported (its guard refuses: account_already_imported) or, if the create rolled
  * back, lands. Without the row lock a re-stage could commit between this read and the link to
  * the new account (insertAccountWithTree), answer 200, and never be imported.
+ * In the same round trip: the operations team the create names (null: no such team), and, with a
+ * `slotLimit`, a concurrency slot taken for the transaction (null: every slot taken; a create that
+ * fails for another reason gives it back when it rolls back).
  */
 export function findStagedForCreate(
-  trx: Transaction<Database>, importId: number, teamName: string,
-): Promise<ImportState & { data: unknown; team_id: number | null }> {
+  trx: Transaction<Database>, importId: number, teamName: string, slotLimit: number,
+): Promise<ImportState & { data: unknown; team_id: number | null; slot: number | null }> {
   return trx.selectFrom('account_imports as ai')
     .leftJoin('accounts as a', 'a.id', 'ai.account_id')
     .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', 'ai.data'])
-    // The operations team the create names, read in the same round trip (null: no such team).
     .select((eb) => eb.selectFrom('operations_teams').select('id').where('name', '=', teamName).as('team_id'))
+    .select((slotLimit > 0 ? takeSlotExpr(slotLimit) : sql<number | null>`NULL::int4`).as('slot'))
     .where('ai.id', '=', importId)
     .forUpdate('ai')
     .executeTakeFirstOrThrow();

@@ -18,7 +18,6 @@ import { newAccountNumber } from './account-number.ts';
 import { accountTreeRows, supplyPointsOf } from './account-tree.builder.ts';
 import { findRegisteredIdentifiers, insertAccountWithTree } from './account-tree.repository.ts';
 import * as errors from './import-errors.ts';
-import { tryTakeSlot } from './import-locks.repository.ts';
 
 // Create (spec 4.3, D6): checks in the order of D4, then the whole account in ONE transaction.
 //
@@ -99,14 +98,14 @@ async function create(
       if (!seen) throw errors.accountNotStaged(ext);
       errors.requireNotImportedOrSkipped(ext, seen);
       if (!seen.locked) throw errors.accountImportInProgress(ext);
-      // Read again under the lock, with the staged data (and the team): this read decides.
-      const state = await imports.findStagedForCreate(trx, seen.id, body.operations_team_name);
+      // Read again under the lock, with the staged data, the team and a concurrency slot: this read decides.
+      const state = await imports.findStagedForCreate(trx, seen.id, body.operations_team_name, deps.processConcurrencyLimit);
       errors.requireNotImportedOrSkipped(ext, state);
 
       if (state.team_id === null) {
         throw AppError.field('operations_team_not_found', `No operations team named "${body.operations_team_name}".`, 'operations_team_name');
       }
-      if (deps.processConcurrencyLimit > 0 && (await tryTakeSlot(trx, deps.processConcurrencyLimit)) === null) {
+      if (deps.processConcurrencyLimit > 0 && state.slot === null) {
         throw new AppError('concurrency_limit_exceeded',
           `More than ${deps.processConcurrencyLimit} accounts are being created at once; retry shortly.`,
           { headers: { 'Retry-After': RETRY_AFTER_SECONDS } });

@@ -1,5 +1,4 @@
-import { sql, type RawBuilder, type Transaction } from 'kysely';
-import type { Database } from '../../db/schema.ts';
+import { sql, type RawBuilder } from 'kysely';
 
 // Coordination of creates across every instance over one PostgreSQL, with transaction-level
 // advisory locks: PostgreSQL releases them at commit, at rollback and when the session ends, so an
@@ -48,13 +47,11 @@ export function accountLockHeld(importId: RawBuilder<unknown> | number): RawBuil
 }
 
 /**
- * Takes a free slot of 1..limit, or returns null when all are taken (by any instance). Each probe is
- * a try-lock, so this never waits; the slot is held until the transaction ends.
+ * Takes a free slot of 1..limit (an SQL expression, so the create's read under the row lock takes it
+ * in the same round trip): the slot, or NULL when all are taken (by any instance). Each probe is a
+ * try-lock, so this never waits; the slot is held until the transaction ends.
  */
-export async function tryTakeSlot(trx: Transaction<Database>, limit: number): Promise<number | null> {
-  const { rows } = await sql<{ slot: number }>`
-    SELECT s AS slot FROM generate_series(1, ${limit}::int4) AS s
-    WHERE pg_try_advisory_xact_lock(${SLOT_LOCK_SPACE}::int4, s)
-    LIMIT 1`.execute(trx);
-  return rows[0]?.slot ?? null;
+export function takeSlotExpr(limit: number): RawBuilder<number | null> {
+  return sql<number | null>`(SELECT s FROM generate_series(1, ${limit}::int4) AS s
+    WHERE pg_try_advisory_xact_lock(${SLOT_LOCK_SPACE}::int4, s) LIMIT 1)`;
 }
