@@ -17,12 +17,23 @@ export async function findOpenPeriodStart(db: Kysely<Database> | Trx, accountId:
   return row?.start ?? null;
 }
 
-export function findTransactionsById(trx: Trx, accountId: number, transactionIds: string[]) {
-  return trx.selectFrom('transactions').selectAll()
-    .where('account_id', '=', accountId)
-    // One jsonb parameter for the whole list, as for the insert below.
-    .where('transaction_id', 'in', sql<string>`(SELECT jsonb_array_elements_text(${JSON.stringify(transactionIds)}::jsonb))`)
-    .execute();
+/**
+ * What an import reads under the account's lock, in one round trip: the open period's first day
+ * (findOpenPeriodStart), and the account's transactions among `transactionIds` (one jsonb parameter
+ * for the whole list, as for the insert below).
+ */
+export async function findOpenPeriodAndTransactions(
+  trx: Trx, accountId: number, transactionIds: string[],
+): Promise<{ periodStart: string | null; existing: TransactionRow[] }> {
+  const { rows } = await sql<TransactionRow & { open_period_start: string | null }>`
+    SELECT p.open_period_start, t.*
+    FROM (SELECT max(bill_period_to_date) + 1 AS open_period_start FROM statements WHERE account_id = ${accountId}::int8) AS p
+    LEFT JOIN transactions AS t ON t.account_id = ${accountId}::int8
+      AND t.transaction_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(transactionIds)}::jsonb))`.execute(trx);
+  return {
+    periodStart: rows[0]?.open_period_start ?? null,
+    existing: rows.filter((row) => row.id !== null).map(({ open_period_start: _, ...row }) => row),
+  };
 }
 
 /**

@@ -11,7 +11,7 @@ import { insertNotes } from '../notes/notes.repository.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
-  findBalanceOverflow, findOpenPeriodStart, findTransactionsById, MAX_BALANCE, transactionsInsert, type NewTransactionValues,
+  findBalanceOverflow, findOpenPeriodAndTransactions, MAX_BALANCE, transactionsInsert, type NewTransactionValues,
   type TransactionRow,
 } from './transactions.repository.ts';
 
@@ -30,12 +30,9 @@ export async function importTransactions(
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   return db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
-    const periodStart = await findOpenPeriodStart(trx, account.id);
-    const ids = body.transactions.map((item) => item.transaction_id);
-    const existing = new Map<string, TransactionRow>();
-    if (options.checkPreviouslyAdded) {
-      for (const row of await findTransactionsById(trx, account.id, ids)) existing.set(row.transaction_id, row);
-    }
+    const ids = options.checkPreviouslyAdded ? body.transactions.map((item) => item.transaction_id) : [];
+    const { periodStart, existing: found } = await findOpenPeriodAndTransactions(trx, account.id, ids);
+    const existing = new Map(found.map((row) => [row.transaction_id, row]));
 
     const rows: NewTransactionValues[] = [];
     const moved: Array<{ id: string; from: string }> = [];
