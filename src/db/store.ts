@@ -1,6 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { prepareMarkedStatements } from './server-prepared.ts';
 import { listenPostgres, type ChannelHandlers, type Unlisten } from './listener.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 import type { Database } from './schema.ts';
@@ -69,7 +70,10 @@ async function openPostgres(url: string, poolSize: number, limits: SessionLimits
   pool.on('error', () => {});
   // Likewise for a checked-out client whose session is terminated mid-query: the query's promise
   // rejects (and becomes a 503), but the client's own 'error' event must not crash the process.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    prepareMarkedStatements(client);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kind: 'postgres',

@@ -3,6 +3,7 @@ import type {
   AccountsTable, AgreementsTable, CustomersTable, Database, MetersTable, NotesTable, RegistersTable, SupplyAddressesTable,
   SupplyPointsTable, TransferReadingsTable,
 } from '../../db/schema.ts';
+import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 
 // Writes a created account: the account row and everything under it (customers, addresses, points,
 // agreements, meters, registers, transfer readings, notes) and the import's link to it, in ONE
@@ -50,7 +51,7 @@ const POINT_OF_ROW = sql`k.address = (e.j->>'address')::int AND k.point = (e.j->
 export async function insertAccountWithTree(
   trx: Trx, account: Insertable<AccountsTable>, rows: AccountTreeRows,
 ): Promise<{ id: number; created_at: Date } | undefined> {
-  const { rows: made } = await sql<{ id: number; created_at: Date }>`
+  const { rows: made } = await sql<{ id: number; created_at: Date }>`${sql.raw(SERVER_PREPARED)}
     WITH account AS (
       ${trx.insertInto('accounts').values(account).onConflict((oc) => oc.column('number').doNothing()).returning(['id', 'created_at'])}
     ), customer_rows AS (
