@@ -12,8 +12,9 @@ import type pg from 'pg';
 // table is small and kept while it grows. The statement must name the columns it returns (no
 // `RETURNING *`), so that a column added by a later migration leaves its result as it was.
 //
-// On PGlite the mark is only a comment: its single in-process session has no network round trip
-// to save, and the statement is planned as before.
+// A lookup's generic plan, for one: made while `accounts` was empty, the account lock's used the
+// supplier's index and filtered on the number (docs/performance.md). On PGlite the mark is only a
+// comment (its dialect sends every statement as it is), and the statement is planned at every call.
 
 export const SERVER_PREPARED = '/* server-prepared */';
 
