@@ -39,6 +39,8 @@ export interface AccountsTable {
   operations_team_id: number; billing_street_address: string; billing_locality: string | null;
   billing_administrative_area: string | null; billing_country: string; billing_postal_code: string;
   unknown_occupier: boolean | null; metadata: JsonDefault<unknown>; created_at: Timestamp;
+  /** The sum of its transactions (numeric, as text), kept by migration 015's trigger: never written by the code. */
+  balance: ColumnType<string, never, never>;
 }
 export interface CustomersTable {
   id: Id; account_id: number; position: number; given_name: string; family_name: string;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 
@@ -47,5 +48,28 @@ describe('an account balance bounded at import, and reads that cannot overflow',
     const read = await call(t.app, 'GET', readUrl(tenant, account.externalAccountNumber), { token: tenant.token });
     assert.equal(read.status, 200, read.body);
     assert.deepEqual([read.json.balance, read.json.transactions_count], ['-119999999999998.80', 120]);
+  });
+
+  test('the balance kept on the account follows every write of its transactions, and a refused batch moves nothing', async () => {
+    const tenant = await createTenant(t);
+    const account = await insertImportedAccount(t, tenant);
+    const db = t.store.db;
+    const kept = async () => (await db.selectFrom('accounts').select('balance').where('id', '=', account.accountId).executeTakeFirstOrThrow()).balance;
+    const summed = async () => (await db.selectFrom('transactions')
+      .select(sql<string>`coalesce(sum(CASE WHEN type IN ('CREDIT', 'PAYMENT') THEN amount ELSE -amount END), 0)::text`.as('s'))
+      .where('account_id', '=', account.accountId).executeTakeFirstOrThrow()).s;
+    const small = (id: string, amount: number, type: string) => ({ transaction_id: id, transaction_date: '2024-03-01', amount, type, reason: 'IMPORTED_CHARGE' });
+
+    assert.equal((await post(tenant, account.externalAccountNumber, [small('A', 10.25, 'CHARGE'), small('B', 4, 'PAYMENT')])).status, 201);
+    assert.equal(Number(await kept()), -6.25);
+    // Refused whole (the second item crosses the bound): neither the rows nor the balance move.
+    assert.equal((await post(tenant, account.externalAccountNumber, [small('C', 1, 'CREDIT'), ...charges(0, 101)])).status, 400);
+    assert.equal(Number(await kept()), -6.25);
+    // Rows written, changed or removed by other means than an import move it too.
+    await db.insertInto('transactions').values({ account_id: account.accountId, transaction_id: 'D', transaction_date: '2024-01-01', amount: '100.00', type: 'CREDIT', reason: 'IMPORTED_CHARGE' }).execute();
+    await db.updateTable('transactions').set({ amount: '20.00' }).where('account_id', '=', account.accountId).where('transaction_id', '=', 'A').execute();
+    await db.deleteFrom('transactions').where('account_id', '=', account.accountId).where('transaction_id', '=', 'B').execute();
+    assert.equal(Number(await kept()), 80);
+    assert.equal(Number(await kept()), Number(await summed()));
   });
 });

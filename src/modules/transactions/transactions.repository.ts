@@ -84,13 +84,14 @@ export const MAX_BALANCE = '99999999999999.99';
 
 /**
  * The first of `rows` (in order) at which the account's balance, from what it holds now, would leave
- * ±MAX_BALANCE, with that balance; null when the batch keeps it in range. Summed in SQL over numeric.
+ * ±MAX_BALANCE, with that balance; null when the batch keeps it in range. Summed in SQL over numeric,
+ * from the balance kept on the account row (migration 015), which the caller holds locked: the cost
+ * is the batch's, whatever the account's history.
  */
 export async function findBalanceOverflow(trx: Trx, accountId: number, rows: Array<Pick<NewTransactionValues, 'amount' | 'type'>>): Promise<{ index: number; balance: string } | null> {
   const { rows: found } = await sql<{ index: number; balance: string }>`
     WITH before AS (
-      SELECT coalesce(sum(CASE WHEN type IN ('CREDIT', 'PAYMENT') THEN amount ELSE -amount END), 0) AS balance
-      FROM transactions WHERE account_id = ${accountId}::int8
+      SELECT balance FROM accounts WHERE id = ${accountId}::int8
     ), running AS (
       SELECT x.ord, (SELECT balance FROM before) + sum(CASE WHEN x.item->>'type' IN ('CREDIT', 'PAYMENT')
         THEN (x.item->>'amount')::numeric ELSE -(x.item->>'amount')::numeric END) OVER (ORDER BY x.ord) AS balance
