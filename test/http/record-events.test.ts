@@ -71,8 +71,11 @@ describe('recordEvents', () => {
     assert.equal(answered.length, 1);
     assert.equal(answered[0]!.name, team);
     assert.deepEqual(told, ['W-1 (1 seen)']);
-    const rows = await db.selectFrom('events').select('external_account_number').where('supplier_id', '=', supplierId).execute();
-    assert.deepEqual(rows.map((r) => r.external_account_number), ['W-1']);
+    // No write (an import that found nothing new): the event alone, no rows answered.
+    const alone = await db.transaction().execute((trx) => recordEventsWith(trx, [{ ...event, externalAccountNumber: 'W-3' }], null));
+    assert.deepEqual(alone, []);
+    const rows = await db.selectFrom('events').select('external_account_number').where('supplier_id', '=', supplierId).orderBy('id').execute();
+    assert.deepEqual(rows.map((r) => r.external_account_number), ['W-1', 'W-3']);
     await db.deleteFrom('operations_teams').where('name', '=', team).execute();
   });
 });

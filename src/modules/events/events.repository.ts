@@ -27,12 +27,17 @@ export async function recordEvents(trx: Transaction<Database>, events: readonly 
 /**
  * recordEvents, written by the same statement as `write`, the change the events report (an INSERT …
  * RETURNING, built and not yet run): one round trip instead of two. Answers the rows `write` returns;
- * if `write` fails, no event is written either.
+ * if `write` fails, no event is written either. With no write (an import that found nothing new),
+ * the events alone.
  */
 export async function recordEventsWith<Row>(
-  trx: Transaction<Database>, events: readonly NewEvent[], write: RawBuilder<Row> | (Compilable<Row> & OperationNodeSource),
+  trx: Transaction<Database>, events: readonly NewEvent[], write: RawBuilder<Row> | (Compilable<Row> & OperationNodeSource) | null,
 ): Promise<Row[]> {
   if (events.length === 0) throw new Error('recordEventsWith needs at least one event');
+  if (write === null) {
+    await recordEvents(trx, events);
+    return [];
+  }
   const { rows } = await sql<Row>`WITH written AS (${write}), recorded AS (${eventsInsert(trx, events)}) SELECT * FROM written`.execute(trx);
   await afterRecorded(trx, events);
   return rows;

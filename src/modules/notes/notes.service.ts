@@ -5,8 +5,7 @@ import type { Note } from '../account-data/note.schemas.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEvent, recordEventsWith } from '../events/events.repository.ts';
-import type { NewEvent } from '../events/event-types.ts';
+import { recordEventsWith } from '../events/events.repository.ts';
 import type { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 import { findNotesWithBodies, notesInsert, type NoteRow, type StoredNote } from './notes.repository.ts';
 
@@ -36,12 +35,10 @@ export async function importNotes(db: Kysely<Database>, caller: Caller, body: Cr
       known.push({ body: w.body, documentPaths: w.documentPaths, createdAt });
       return { created_at: utcSeconds(createdAt), body: w.body, status: 'NOTE_CREATION_SUCCESS' as const };
     });
-    const event: NewEvent = {
+    await recordEventsWith(trx, [{
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'notes', added: fresh.length, already_existing: wanted.length - fresh.length },
-    };
-    if (fresh.length === 0) await recordEvent(trx, event);
-    else await recordEventsWith(trx, [event], notesInsert(trx, account.id, fresh));
+    }], fresh.length > 0 ? notesInsert(trx, account.id, fresh) : null);
     return results;
   });
 }

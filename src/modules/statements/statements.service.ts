@@ -5,8 +5,7 @@ import { AppError, type FieldError } from '../../core/errors.ts';
 import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
-import type { NewEvent } from '../events/event-types.ts';
-import { recordEventsWith, recordEvent } from '../events/events.repository.ts';
+import { recordEventsWith } from '../events/events.repository.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateStatementsBody, StatementItem } from './statements.schemas.ts';
 import { findStatements, statementsInsert, type StatementRow } from './statements.repository.ts';
@@ -57,24 +56,19 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
         ? new AppError('statement_period_overlap', errors[0]!.detail, { errors })
         : new AppError('invalid', 'The request failed validation.', { errors });
     }
-    const event: NewEvent = {
+    await recordEventsWith(trx, [{
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'statements', added: fresh.length, already_existing: body.statements.length - fresh.length },
-    };
-    if (fresh.length === 0) {
-      await recordEvent(trx, event);
-    } else {
-      await recordEventsWith(trx, [event], statementsInsert(trx, fresh.map((item) => ({
-        account_id: account.id,
-        statement_id: item.statement_id,
-        bill_period_from_date: item.bill_period_from_date,
-        bill_period_to_date: item.bill_period_to_date,
-        issued_date: item.issued_date,
-        number: item.number,
-        gross_amount: decimalString(item.gross_amount),
-        statement_path: item.statement_path ?? null,
-      }))));
-    }
+    }], fresh.length === 0 ? null : statementsInsert(trx, fresh.map((item) => ({
+      account_id: account.id,
+      statement_id: item.statement_id,
+      bill_period_from_date: item.bill_period_from_date,
+      bill_period_to_date: item.bill_period_to_date,
+      issued_date: item.issued_date,
+      number: item.number,
+      gross_amount: decimalString(item.gross_amount),
+      statement_path: item.statement_path ?? null,
+    }))));
   });
   return body;
 }

@@ -5,8 +5,7 @@ import { AppError } from '../../core/errors.ts';
 import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEvent, recordEventsWith } from '../events/events.repository.ts';
-import type { NewEvent } from '../events/event-types.ts';
+import { recordEventsWith } from '../events/events.repository.ts';
 import { insertNotes } from '../notes/notes.repository.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
@@ -64,13 +63,10 @@ export async function importTransactions(
     }
 
     // The batch's event is written with its insert; a batch refused below rolls both back.
-    const event: NewEvent = {
+    const inserted = await recordEventsWith(trx, [{
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'transactions', added: rows.length, already_existing: body.transactions.length - rows.length },
-    };
-    let inserted: TransactionRow[] = [];
-    if (rows.length > 0) inserted = await recordEventsWith(trx, [event], transactionsInsert(account.id, rows));
-    else await recordEvent(trx, event);
+    }], rows.length > 0 ? transactionsInsert(account.id, rows) : null);
     const added = new Map(inserted.map((row) => [row.transaction_id, row]));
     if (added.size < rows.length) {
       const index = body.transactions.findIndex((item) => !existing.has(item.transaction_id) && !added.has(item.transaction_id));
