@@ -7,14 +7,15 @@ export type NewTransaction = Insertable<TransactionsTable>;
 
 /**
  * First day of the account's open statement period (D8): the day after the latest imported
- * historical statement ends; null when there is none (open from the start).
+ * historical statement ends; null when there is none (open from the start). An expression, so the
+ * import reads it with the transactions in one round trip.
  */
+const openPeriodStart = (accountId: number) =>
+  sql<string | null>`(SELECT max(bill_period_to_date) + 1 FROM statements WHERE account_id = ${accountId}::int8)`;
+
 export async function findOpenPeriodStart(db: Kysely<Database> | Trx, accountId: number): Promise<string | null> {
-  const row = await db.selectFrom('statements')
-    .select(sql<string | null>`max(bill_period_to_date) + 1`.as('start'))
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
-  return row?.start ?? null;
+  const row = await db.selectNoFrom(openPeriodStart(accountId).as('start')).executeTakeFirstOrThrow();
+  return row.start;
 }
 
 /**
@@ -26,8 +27,8 @@ export async function findOpenPeriodAndTransactions(
   trx: Trx, accountId: number, transactionIds: string[],
 ): Promise<{ periodStart: string | null; existing: TransactionRow[] }> {
   const { rows } = await sql<TransactionRow & { open_period_start: string | null }>`
-    SELECT p.open_period_start, t.*
-    FROM (SELECT max(bill_period_to_date) + 1 AS open_period_start FROM statements WHERE account_id = ${accountId}::int8) AS p
+    SELECT ${openPeriodStart(accountId)} AS open_period_start, t.*
+    FROM (SELECT) AS one -- one row: the period is answered when none of the transactions is there
     LEFT JOIN transactions AS t ON t.account_id = ${accountId}::int8
       AND t.transaction_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(transactionIds)}::jsonb))`.execute(trx);
   return {
@@ -62,19 +63,20 @@ export type NewTransactionValues = Omit<NewTransaction, 'account_id' | 'line_ite
 };
 
 /**
- * The balance in SQL over numeric, never in JS floats. Sign convention: positive means the account
- * is in credit. CREDIT and PAYMENT add to it; CHARGE, SUPPLY_CHARGE and REPAYMENT (money paid back
- * to the customer) take from it.
+ * The balance in SQL over numeric, never in JS floats, as kept on the account (migration 015's
+ * transaction_balance_delta says how each transaction moves it). Sign convention: positive means the
+ * account is in credit. CREDIT and PAYMENT add to it; CHARGE, SUPPLY_CHARGE and REPAYMENT (money
+ * paid back to the customer) take from it.
  */
 export async function findBalance(db: Kysely<Database>, accountId: number): Promise<{ balance: string; count: number }> {
-  const row = await db.selectFrom('transactions')
+  const row = await db.selectFrom('accounts')
     .select([
-      // Plain numeric, never cast to a narrower type: a sum past any fixed precision (rows stored
+      // Plain numeric, never cast to a narrower type: a balance past any fixed precision (rows stored
       // before the balance bound, issue #14) still reads instead of failing with 22003.
-      sql<string>`round(coalesce(sum(case when type in ('CREDIT', 'PAYMENT') then amount else -amount end), 0), 2)`.as('balance'),
-      (eb) => eb.fn.countAll<number>().as('count'),
+      sql<string>`round(balance, 2)`.as('balance'),
+      (eb) => eb.selectFrom('transactions').select(eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).as('count'),
     ])
-    .where('account_id', '=', accountId)
+    .where('id', '=', accountId)
     .executeTakeFirstOrThrow();
   return { balance: row.balance, count: Number(row.count) };
 }
@@ -93,8 +95,8 @@ export async function findBalanceOverflow(trx: Trx, accountId: number, rows: Arr
     WITH before AS (
       SELECT balance FROM accounts WHERE id = ${accountId}::int8
     ), running AS (
-      SELECT x.ord, (SELECT balance FROM before) + sum(CASE WHEN x.item->>'type' IN ('CREDIT', 'PAYMENT')
-        THEN (x.item->>'amount')::numeric ELSE -(x.item->>'amount')::numeric END) OVER (ORDER BY x.ord) AS balance
+      SELECT x.ord, (SELECT balance FROM before)
+        + sum(transaction_balance_delta(x.item->>'type', (x.item->>'amount')::numeric)) OVER (ORDER BY x.ord) AS balance
       FROM jsonb_array_elements(${JSON.stringify(rows.map((r) => ({ amount: r.amount, type: r.type })))}::jsonb) WITH ORDINALITY AS x(item, ord)
     )
     SELECT (ord - 1)::int4 AS index, balance::text AS balance FROM running
