@@ -19,7 +19,7 @@ import type pg from 'pg';
 export const SERVER_PREPARED = '/* server-prepared */';
 
 /** Distinct marked texts one connection prepares; past it they are sent unnamed (never an error). */
-const MAX_PER_CONNECTION = 64;
+export const MAX_PER_CONNECTION = 64;
 
 type Query = (...args: unknown[]) => unknown;
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { SERVER_PREPARED } from '../../src/db/server-prepared.ts';
+import { MAX_PER_CONNECTION, SERVER_PREPARED } from '../../src/db/server-prepared.ts';
 import { insertAccountWithTree, type AccountTreeRows } from '../../src/modules/account-imports/account-tree.repository.ts';
 import { newAccountRow } from '../support/accounts.ts';
 import { PG_ONLY } from '../support/imports.ts';
@@ -46,5 +46,18 @@ describe('server-prepared statements', () => {
     const tree = held.filter((row) => row.statement.includes('customer_rows'));
     assert.equal(tree.length, 1, JSON.stringify(held.map((row) => row.statement.slice(0, 60))));
     assert.ok(tree[0]!.custom_plans + tree[0]!.generic_plans >= 2);
+  });
+
+  // Last: it fills its connection's allowance, and the pool may hand that connection to a later test.
+  test('a connection prepares a bounded number of marked texts; past it they are sent unnamed and still answer', { skip: PG_ONLY && 'prepared statements belong to PostgreSQL sessions (set DATABASE_URL)' }, async () => {
+    const texts = MAX_PER_CONNECTION + 6;
+    const held = await db.connection().execute(async (conn) => {
+      for (let i = 0; i < texts; i += 1) {
+        const { rows } = await sql<{ n: number }>`${sql.raw(SERVER_PREPARED)} SELECT ${i}::int + ${sql.raw(String(i))} AS n /* cap ${sql.raw(String(i))} */`.execute(conn);
+        assert.deepEqual(rows, [{ n: 2 * i }]);
+      }
+      return (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_prepared_statements`.execute(conn)).rows[0]!.n;
+    });
+    assert.equal(held, MAX_PER_CONNECTION);
   });
 });
