@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { NewEvent } from '../../src/modules/events/event-types.ts';
-import { recordEvents, recordEventsWith, setEventRecordedHook } from '../../src/modules/events/events.repository.ts';
+import { sql } from 'kysely';
+import { recordEvents, recordEventsWith, setEventRecordedHook, writeWithEvents, type EventRecordedHook } from '../../src/modules/events/events.repository.ts';
 import { supplierIdOf } from '../support/imports.ts';
 import { buildTestApp, createTenant } from '../support/test-app.ts';
 
@@ -77,5 +78,40 @@ describe('recordEvents', () => {
     const rows = await db.selectFrom('events').select('external_account_number').where('supplier_id', '=', supplierId).orderBy('id').execute();
     assert.deepEqual(rows.map((r) => r.external_account_number), ['W-1', 'W-3']);
     await db.deleteFrom('operations_teams').where('name', '=', team).execute();
+  });
+
+  test('writeWithEvents: the change and its events in one statement, run alone while the hook is idle for its suppliers, else in a transaction with the hook; a failing statement keeps no event', async () => {
+    const supplierId = await supplierIdOf(t, (await createTenant(t)).supplier);
+    const team = `team-w-${supplierId}`;
+    // A change and its event in one statement.
+    const statement = (name: string) => sql<{ name: string }>`
+      WITH written AS (INSERT INTO operations_teams (name) VALUES (${name}) RETURNING name),
+      recorded AS (INSERT INTO events (supplier_id, type, external_account_number, data)
+        SELECT ${supplierId}, 'import_process.staged', written.name, '{"first_staging":true}'::jsonb FROM written)
+      SELECT name FROM written`;
+    const event = (id: number): NewEvent => ({ supplierId: id, type: 'import_process.staged', externalAccountNumber: null, data: { first_staging: true } });
+    let idle = true;
+    const told: number[] = [];
+    const hook: EventRecordedHook = Object.assign(async (_trx: unknown, e: NewEvent) => { told.push(e.supplierId); },
+      { idleFor: (id: number) => idle && id === supplierId });
+    setEventRecordedHook(hook);
+    try {
+      const alone = await writeWithEvents(db, [supplierId], statement(`${team}-1`), event);
+      idle = false;
+      const joined = await writeWithEvents(db, [supplierId], statement(`${team}-2`), event);
+      // The same name again breaks the unique name: the statement fails whole, its event with it.
+      await assert.rejects(writeWithEvents(db, [supplierId], statement(`${team}-2`), event));
+      idle = true;
+      await assert.rejects(writeWithEvents(db, [supplierId], statement(`${team}-1`), event));
+      assert.deepEqual(alone, [{ name: `${team}-1` }]);
+      assert.deepEqual(joined, [{ name: `${team}-2` }]);
+    } finally {
+      setEventRecordedHook(null);
+    }
+    // The hook ran only while not idle, after its statement: for the second one (the third failed before it).
+    assert.deepEqual(told, [supplierId]);
+    const rows = await db.selectFrom('events').select('external_account_number').where('supplier_id', '=', supplierId).orderBy('id').execute();
+    assert.deepEqual(rows.map((r) => r.external_account_number), [`${team}-1`, `${team}-2`]);
+    await db.deleteFrom('operations_teams').where('name', 'like', `${team}-%`).execute();
   });
 });

@@ -53,6 +53,29 @@ function eventsInsert(trx: Transaction<Database>, events: readonly NewEvent[]) {
 }
 
 /**
+ * A change and the events it writes in the same statement (`statement`), for a writer that cannot know its events before the change runs (the staging group commit:
+ * whether each row was new). When the after-record hook surely has nothing to do for `supplierIds`
+ * (hookIdleFor), the statement runs alone: one statement is atomic by itself, so the change and its
+ * events commit together without BEGIN and COMMIT, two round trips fewer. Otherwise it runs in a
+ * transaction, followed by the hook once per supplier.
+ */
+export async function writeWithEvents<Row>(
+  db: Kysely<Database>, supplierIds: readonly number[], statement: RawBuilder<Row>, event: (supplierId: number) => NewEvent,
+): Promise<Row[]> {
+  if (supplierIds.every(hookIdleFor)) return (await statement.execute(db)).rows;
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await statement.execute(trx);
+    await afterRecorded(trx, supplierIds.map(event));
+    return rows;
+  });
+}
+
+/** Whether the after-record hook is known to do nothing for this supplier's events now. */
+function hookIdleFor(supplierId: number): boolean {
+  return afterRecord === null || (afterRecord.idleFor?.(supplierId) ?? false);
+}
+
+/**
  * The after-record hook, once per supplier with that supplier's first event, since what the hook does
  * (the webhooks' fan-out trigger) depends only on the transaction and the event's supplier.
  */
@@ -70,7 +93,10 @@ async function afterRecorded(trx: Transaction<Database>, events: readonly NewEve
  * Runs inside the event's transaction, after its insert; a failure fails the change like the insert
  * would. It must depend only on the transaction and the event's supplier (see recordEvents).
  */
-export type EventRecordedHook = (trx: Transaction<Database>, event: NewEvent) => Promise<void>;
+export type EventRecordedHook = ((trx: Transaction<Database>, event: NewEvent) => Promise<void>) & {
+  /** True when the hook would surely do nothing for this supplier's events now (no statement). */
+  idleFor?: (supplierId: number) => boolean;
+};
 let afterRecord: EventRecordedHook | null = null;
 
 /**

@@ -2,6 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { setEventRecordedHook } from '../events/events.repository.ts';
+import type { NewEvent } from '../events/event-types.ts';
 import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
 import * as repo from './webhooks.repository.ts';
 
@@ -117,13 +118,19 @@ async function supplierHasEndpoint(trx: Transaction<Database>, supplierId: numbe
  */
 export function registerFanoutTrigger(queue: JobQueue): void {
   const triggered = new WeakSet<object>();
-  setEventRecordedHook(async (trx, event) => {
+  const trigger = async (trx: Transaction<Database>, event: NewEvent) => {
     if (triggered.has(trx)) return;
     if (!(await supplierHasEndpoint(trx, event.supplierId))) return;
     triggered.add(trx);
     if (await queue.hasWaiting(FANOUT_QUEUE, trx)) return;
     await sendFanout(queue, trx);
-  });
+  };
+  // Idle while this process trusts that the supplier's organisation has no enabled endpoint.
+  const idleFor = (supplierId: number) => {
+    const known = endpointLookups.get(supplierId);
+    return known !== undefined && known.until > Date.now() && !known.has;
+  };
+  setEventRecordedHook(Object.assign(trigger, { idleFor }));
 }
 
 /**
