@@ -36,10 +36,14 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
   // the request's own turn, not an asynchronous WebCrypto job per request.
   const secret = options.tokenSecret ?? await storedSigningKey(db);
   const signToken = createSigner({ key: secret, algorithm: 'HS256' });
-  // A token without `exp` would be valid forever: the claim is required.
-  const verifyToken = createVerifier({ key: secret, algorithms: ['HS256'], allowedIss: ISSUER, requiredClaims: ['exp'] });
+  // A token without `exp` would be valid forever: the claim is required. A client sends the same
+  // token with every request for up to an hour, so fast-jwt keeps the tokens it verified (an LRU of
+  // 10,000 keyed by the token's hash, each entry until the token's own `exp` or 10 minutes): checking
+  // the signature and decoding the claims again each time was about 7% of validate-account's CPU.
+  // Only what the signature proves is kept; the key's state is looked up on every request below, so
+  // a revocation still cuts its tokens off at once.
+  const verifyToken = createVerifier({ key: secret, algorithms: ['HS256'], allowedIss: ISSUER, requiredClaims: ['exp'], cache: 10_000 });
   const failed = () => new AppError('authentication_failed', 'Invalid or revoked credentials.');
-  const verified = verifiedTokens(verifyToken);
 
   // Each refresh token is a row (refresh-tokens.repository.ts) in a family that starts at an API key:
   // trading one marks it used and issues its successor; a used one presented again revokes the family.
@@ -59,9 +63,9 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
   }
 
   async function verify(token: string, typ: 'access' | 'refresh'): Promise<Identity & { jti: string | undefined }> {
-    let payload: TokenPayload;
+    let payload: { typ?: unknown; key?: unknown; sub?: unknown; jti?: string };
     try {
-      payload = typ === 'access' ? verified(token) : verifyToken(token);
+      payload = verifyToken(token);
     } catch (error) {
       if (error instanceof TokenError && error.code === TokenError.codes.expired) {
         throw new AppError('token_expired', 'The token has expired; obtain a new one.');
@@ -97,34 +101,6 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
       const { organisationId, apiKeyId } = await verify(token, 'access');
       return { organisationId, apiKeyId, findSupplier: (code) => directory.supplier(organisationId, code) };
     },
-  };
-}
-
-interface TokenPayload { typ?: unknown; key?: unknown; sub?: unknown; jti?: string; exp?: unknown }
-
-/** Access tokens a process keeps verified, at most this many (then it starts again, empty). */
-const VERIFIED_TOKENS_MAX = 10_000;
-
-/**
- * `verify`, remembering each token that passed until its own `exp`. A client sends the same access
- * token with every request for up to an hour, and checking its signature and decoding its claims
- * again each time was about 7% of validate-account's CPU. What is kept is only what the signature
- * proves (a pure function of the token and the signing key); whether its key is still active is
- * looked up on every request, so a revocation cuts the token off at once as before. A token past its
- * `exp` is dropped and verified again, which refuses it as expired.
- */
-export function verifiedTokens(verify: (token: string) => TokenPayload, max = VERIFIED_TOKENS_MAX): (token: string) => TokenPayload {
-  const kept = new Map<string, TokenPayload & { exp: number }>();
-  return (token) => {
-    const hit = kept.get(token);
-    if (hit !== undefined && Date.now() <= hit.exp * 1000) return hit;
-    kept.delete(token);
-    const payload = verify(token);
-    if (typeof payload.exp === 'number') {
-      if (kept.size >= max) kept.clear();
-      kept.set(token, payload as TokenPayload & { exp: number });
-    }
-    return payload;
   };
 }
 
