@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { precompiled } from '../../db/precompiled.ts';
+import { executePrepared, SERVER_PREPARED } from '../../db/server-prepared.ts';
 import type { EventType } from '../events/event-types.ts';
 import { accountLockHeld, takeSlotExpr, tryLockAccountExpr } from './import-locks.repository.ts';
 
@@ -51,7 +52,7 @@ export interface StagedBatchRow { supplier_id: number; external_account_number: 
 export function upsertStagedBatch(rows: readonly StagedRowJson[]): RawBuilder<StagedBatchRow> {
   const param = `[${rows.map((r) => `{"s":${r.supplierId},"e":${JSON.stringify(r.externalAccountNumber)},"d":${r.dataJson}}`).join(',')}]`;
   const staged: EventType = 'import_process.staged';
-  return sql<StagedBatchRow>`
+  return sql<StagedBatchRow>`${sql.raw(SERVER_PREPARED)}
     WITH written AS (
       INSERT INTO account_imports AS ai (supplier_id, external_account_number, data)
       SELECT x.s, x.e, x.d FROM jsonb_to_recordset(${param}::jsonb) AS x(s int8, e text, d jsonb)
@@ -104,17 +105,18 @@ export async function findImportStateAndTryLock(
  * `slotLimit`, a concurrency slot taken for the transaction (null: every slot taken; a create that
  * fails for another reason gives it back when it rolls back).
  */
-export function findStagedForCreate(
+export async function findStagedForCreate(
   trx: Transaction<Database>, importId: number, teamName: string, slotLimit: number,
 ): Promise<ImportState & { data: unknown; team_id: number | null; slot: number | null }> {
-  return trx.selectFrom('account_imports as ai')
+  const [row] = await executePrepared(trx, trx.selectFrom('account_imports as ai')
     .leftJoin('accounts as a', 'a.id', 'ai.account_id')
     .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', 'ai.data'])
     .select((eb) => eb.selectFrom('operations_teams').select('id').where('name', '=', teamName).as('team_id'))
     .select((slotLimit > 0 ? takeSlotExpr(slotLimit) : sql<number | null>`NULL::int4`).as('slot'))
     .where('ai.id', '=', importId)
-    .forUpdate('ai')
-    .executeTakeFirstOrThrow();
+    .forUpdate('ai'));
+  if (!row) throw new Error(`import process ${importId} not found under its lock`);
+  return row;
 }
 
 export interface AttemptRecord {

@@ -1,5 +1,6 @@
 import { sql, type Compilable, type Kysely, type OperationNodeSource, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 import type { NewEvent } from './event-types.ts';
 
 // The events table (migration 004). Free functions, executor first.
@@ -38,7 +39,8 @@ export async function recordEventsWith<Row>(
     await recordEvents(trx, events);
     return [];
   }
-  const { rows } = await sql<Row>`WITH written AS (${write}), recorded AS (${eventsInsert(trx, events)}) SELECT * FROM written`.execute(trx);
+  // A write and its events are inserts: prepared (db/server-prepared.ts), as their plans do not depend on the values.
+  const { rows } = await sql<Row>`${sql.raw(SERVER_PREPARED)} WITH written AS (${write}), recorded AS (${eventsInsert(trx, events)}) SELECT * FROM written`.execute(trx);
   await afterRecorded(trx, events);
   return rows;
 }

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Supplier } from '../../db/schema.ts';
+import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 import type { JobCounts, RecordError, RecordOutcome, RecordStep, StoredJobState } from './migration-jobs.schemas.ts';
 
 // Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
@@ -193,7 +194,7 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
     r_line: number | null; r_external_account_number: string | null; r_record: unknown; r_outcome: RecordOutcome;
     r_step: RecordStep | null; r_created: boolean | null; r_service_account_number: string | null; r_errors: RecordError[];
     r_attempts: number; r_finished_at: Date | null;
-  }>`WITH job AS (
+  }>`${sql.raw(SERVER_PREPARED)} WITH job AS (
       SELECT ${JOB_COLUMNS}, s.customer_emails AS supplier_customer_emails, s.documents_root AS supplier_documents_root,
         s.created_at AS supplier_created_at
       FROM ${JOB_FROM} WHERE j.id = ${jobId}::uuid
@@ -235,7 +236,7 @@ export async function finishRecord(db: Db, jobId: string, line: number, result: 
   outcome: 'succeeded' | 'skipped' | 'failed' | 'cancelled'; step: RecordStep | null; created: boolean | null;
   serviceAccountNumber: string | null; errors: RecordError[];
 }): Promise<void> {
-  await sql`UPDATE migration_job_records SET outcome = ${result.outcome}, step = ${result.step}, created = ${result.created},
+  await sql`${sql.raw(SERVER_PREPARED)} UPDATE migration_job_records SET outcome = ${result.outcome}, step = ${result.step}, created = ${result.created},
       service_account_number = ${result.serviceAccountNumber}, errors = ${JSON.stringify(result.errors)}::jsonb, finished_at = now()
     WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'`.execute(db);
 }
@@ -254,11 +255,16 @@ export async function cancelPending(db: Db, jobId: string, errors: RecordError[]
   return Number(result.numAffectedRows ?? 0);
 }
 
+/**
+ * Whether any record of the job is pending, or running. In line order, which the outcome index gives:
+ * without it a plan that expects many matching rows (few jobs in the table) may scan the table for
+ * the first one instead.
+ */
 export async function hasUnfinished(db: Db, jobId: string): Promise<{ pending: boolean; running: boolean }> {
-  const { rows } = await sql<{ outcome: string }>`
-    (SELECT 'pending' AS outcome FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' LIMIT 1)
+  const { rows } = await sql<{ outcome: string }>`${sql.raw(SERVER_PREPARED)}
+    (SELECT 'pending' AS outcome FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1)
     UNION ALL
-    (SELECT 'running' FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'running' LIMIT 1)`.execute(db);
+    (SELECT 'running' FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'running' ORDER BY line LIMIT 1)`.execute(db);
   return { pending: rows.some((r) => r.outcome === 'pending'), running: rows.some((r) => r.outcome === 'running') };
 }
 

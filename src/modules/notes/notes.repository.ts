@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { executePrepared } from '../../db/server-prepared.ts';
 
 type Trx = Transaction<Database>;
 
@@ -20,11 +21,10 @@ export interface StoredNote { body: string | null; documentPaths: string[]; crea
  */
 export async function findNotesWithBodies(trx: Trx, accountId: number, bodies: string[]): Promise<StoredNote[]> {
   if (bodies.length === 0) return [];
-  const rows = await trx.selectFrom('notes').select(['body', 'document_paths', 'created_at'])
+  const rows = await executePrepared(trx, trx.selectFrom('notes').select(['body', 'document_paths', 'created_at'])
     .where('account_id', '=', accountId)
     .where(sql<string>`md5(coalesce(body, ''))`, 'in',
-      sql<string>`(SELECT md5(b) FROM jsonb_array_elements_text(${JSON.stringify(bodies)}::jsonb) AS b)`)
-    .execute();
+      sql<string>`(SELECT md5(b) FROM jsonb_array_elements_text(${JSON.stringify(bodies)}::jsonb) AS b)`));
   return rows.map((r) => ({ body: r.body, documentPaths: r.document_paths as string[], createdAt: r.created_at }));
 }
 

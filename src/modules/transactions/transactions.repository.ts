@@ -1,9 +1,14 @@
 import { sql, type Insertable, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
 import type { Database, TransactionsTable } from '../../db/schema.ts';
+import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 
 type Trx = Transaction<Database>;
 export type TransactionRow = Selectable<TransactionsTable>;
 export type NewTransaction = Insertable<TransactionsTable>;
+
+/** A transaction's columns, named (a prepared statement's result must not follow the table's). */
+const TRANSACTION_COLUMNS = sql.raw(['id', 'account_id', 'transaction_id', 'transaction_date', 'original_date', 'amount', 'type', 'reason',
+  'display_note', 'note', 'reference', 'payment_type', 'product_code', 'line_items', 'tax_items', 'description', 'created_at'].join(', '));
 
 /**
  * First day of the account's open statement period (D8): the day after the latest imported
@@ -20,20 +25,38 @@ export async function findOpenPeriodStart(db: Kysely<Database> | Trx, accountId:
 
 /**
  * What an import reads under the account's lock, in one round trip: the open period's first day
- * (findOpenPeriodStart), and the account's transactions among `transactionIds` (one jsonb parameter
- * for the whole list, as for the insert below).
+ * (findOpenPeriodStart), the account's transactions among `transactionIds` (one jsonb parameter for
+ * the whole list, as for the insert below), and the balance bound's verdict on `batch`: the first of
+ * its items (in order) not among those found at which the account's balance, from what it holds now,
+ * would leave ±MAX_BALANCE, with that balance (null when the batch keeps it in range). The bound is
+ * summed over numeric from the balance kept on the account row (migration 015), which the caller
+ * holds locked, so the cost is the batch's whatever the account's history.
  */
 export async function findOpenPeriodAndTransactions(
-  trx: Trx, accountId: number, transactionIds: string[],
-): Promise<{ periodStart: string | null; existing: TransactionRow[] }> {
-  const { rows } = await sql<TransactionRow & { open_period_start: string | null }>`
-    SELECT ${openPeriodStart(accountId)} AS open_period_start, t.*
-    FROM (SELECT) AS one -- one row: the period is answered when none of the transactions is there
-    LEFT JOIN transactions AS t ON t.account_id = ${accountId}::int8
-      AND t.transaction_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(transactionIds)}::jsonb))`.execute(trx);
+  trx: Trx, accountId: number, transactionIds: string[], batch: Array<{ transaction_id: string } & Pick<NewTransactionValues, 'amount' | 'type'>>,
+): Promise<{ periodStart: string | null; existing: TransactionRow[]; overflow: { transactionId: string; balance: string } | null }> {
+  const items = batch.map((item) => ({ id: item.transaction_id, amount: item.amount, type: item.type }));
+  const { rows } = await sql<TransactionRow & { open_period_start: string | null; overflow_id: string | null; overflow_balance: string | null }>`${sql.raw(SERVER_PREPARED)}
+    WITH existing AS (
+      SELECT ${TRANSACTION_COLUMNS} FROM transactions
+      WHERE account_id = ${accountId}::int8 AND transaction_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(transactionIds)}::jsonb))
+    ), running AS (
+      SELECT x.ord, x.item->>'id' AS overflow_id, (SELECT balance FROM accounts WHERE id = ${accountId}::int8)
+        + sum(transaction_balance_delta(x.item->>'type', (x.item->>'amount')::numeric)) OVER (ORDER BY x.ord) AS balance
+      FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS x(item, ord)
+      WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.transaction_id = x.item->>'id')
+    ), overflow AS (
+      SELECT overflow_id, balance::text AS overflow_balance FROM running WHERE abs(balance) > ${MAX_BALANCE}::numeric ORDER BY ord LIMIT 1
+    )
+    SELECT ${openPeriodStart(accountId)} AS open_period_start, o.overflow_id, o.overflow_balance, ${TRANSACTION_COLUMNS}
+    FROM (SELECT) AS one -- one row: the period and the verdict are answered when none of the transactions is there
+    LEFT JOIN overflow AS o ON true
+    LEFT JOIN existing ON true`.execute(trx);
+  const first = rows[0];
   return {
-    periodStart: rows[0]?.open_period_start ?? null,
-    existing: rows.filter((row) => row.id !== null).map(({ open_period_start: _, ...row }) => row),
+    periodStart: first?.open_period_start ?? null,
+    existing: rows.filter((row) => row.id !== null).map(({ open_period_start: _, overflow_id: _id, overflow_balance: _b, ...row }) => row),
+    overflow: first?.overflow_id != null && first.overflow_balance != null ? { transactionId: first.overflow_id, balance: first.overflow_balance } : null,
   };
 }
 
@@ -54,7 +77,7 @@ export function transactionsInsert(accountId: number, rows: NewTransactionValues
       original_date date, amount numeric, type text, reason text, display_note text, note text, reference text,
       payment_type text, product_code text, line_items jsonb, tax_items jsonb, description text)
     ON CONFLICT (account_id, transaction_id) DO NOTHING
-    RETURNING *`;
+    RETURNING ${TRANSACTION_COLUMNS}`;
 }
 
 /** A transaction to insert: its values as the columns take them, jsonb fields as values (not text). */
@@ -83,23 +106,3 @@ export async function findBalance(db: Kysely<Database>, accountId: number): Prom
 
 /** What an account's balance may reach either way: what numeric(16, 2) holds, 100 times the largest amount. */
 export const MAX_BALANCE = '99999999999999.99';
-
-/**
- * The first of `rows` (in order) at which the account's balance, from what it holds now, would leave
- * ±MAX_BALANCE, with that balance; null when the batch keeps it in range. Summed in SQL over numeric,
- * from the balance kept on the account row (migration 015), which the caller holds locked: the cost
- * is the batch's, whatever the account's history.
- */
-export async function findBalanceOverflow(trx: Trx, accountId: number, rows: Array<Pick<NewTransactionValues, 'amount' | 'type'>>): Promise<{ index: number; balance: string } | null> {
-  const { rows: found } = await sql<{ index: number; balance: string }>`
-    WITH before AS (
-      SELECT balance FROM accounts WHERE id = ${accountId}::int8
-    ), running AS (
-      SELECT x.ord, (SELECT balance FROM before)
-        + sum(transaction_balance_delta(x.item->>'type', (x.item->>'amount')::numeric)) OVER (ORDER BY x.ord) AS balance
-      FROM jsonb_array_elements(${JSON.stringify(rows.map((r) => ({ amount: r.amount, type: r.type })))}::jsonb) WITH ORDINALITY AS x(item, ord)
-    )
-    SELECT (ord - 1)::int4 AS index, balance::text AS balance FROM running
-    WHERE abs(balance) > ${MAX_BALANCE}::numeric ORDER BY ord LIMIT 1`.execute(trx);
-  return found[0] ?? null;
-}

@@ -10,7 +10,7 @@ import { insertNotes } from '../notes/notes.repository.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
-  findBalanceOverflow, findOpenPeriodAndTransactions, MAX_BALANCE, transactionsInsert, type NewTransactionValues,
+  findOpenPeriodAndTransactions, MAX_BALANCE, transactionsInsert, type NewTransactionValues,
   type TransactionRow,
 } from './transactions.repository.ts';
 
@@ -30,7 +30,9 @@ export async function importTransactions(
   return db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
     const ids = options.checkPreviouslyAdded ? body.transactions.map((item) => item.transaction_id) : [];
-    const { periodStart, existing: found } = await findOpenPeriodAndTransactions(trx, account.id, ids);
+    // The balance bound's verdict comes with the read: it sums the batch's items that are not found.
+    const batch = body.transactions.map((item) => ({ transaction_id: item.transaction_id, amount: decimalString(item.amount), type: item.type }));
+    const { periodStart, existing: found, overflow } = await findOpenPeriodAndTransactions(trx, account.id, ids, batch);
     const existing = new Map(found.map((row) => [row.transaction_id, row]));
 
     const rows: NewTransactionValues[] = [];
@@ -55,9 +57,8 @@ export async function importTransactions(
 
     // An account accumulates at most ±MAX_BALANCE (issue #14): past it, its balance would not fit
     // what clients and reports hold, so the batch is refused whole at the item that crosses.
-    const overflow = rows.length > 0 ? await findBalanceOverflow(trx, account.id, rows) : null;
     if (overflow) {
-      const id = rows[overflow.index]!.transaction_id;
+      const id = overflow.transactionId;
       const detail = `Transaction "${id}" would take the account's balance to ${overflow.balance}; an account's balance must stay within -${MAX_BALANCE} and ${MAX_BALANCE}.`;
       throw AppError.field('account_balance_out_of_range', detail, `transactions.${body.transactions.findIndex((item) => item.transaction_id === id)}.amount`);
     }
