@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/admin.service.ts';
+import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/migration-jobs.worker.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
@@ -406,6 +407,29 @@ describe('the dispatch window', () => {
     await t.directory.sync();
     assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 8, succeeded: 8 });
     assert.deepEqual(await sent(), [[true, 8]]);
+  });
+});
+
+describe('the end of a job', () => {
+  // A record's outcome says in the same statement whether it saw others pending; one that did does
+  // not look for the job's end. Those others can be cancelled, or finish beside it, unseen by it.
+  // The dispatcher then keeps looking until the job has ended.
+  test('a job whose last record finished after the dispatcher last looked, with no record looking after it, is still ended', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier) }, { account: accountPayload(tenant.supplier) }]);
+    // As a worker leaves it: line 1 finished, line 2 running on the worker (neither on the queue
+    // here), and the job running; then the dispatcher looks, with nothing left to send.
+    await sql`UPDATE migration_job_records SET enqueued = true, outcome = CASE WHEN line = 1 THEN 'succeeded' ELSE 'running' END,
+      finished_at = CASE WHEN line = 1 THEN now() END WHERE job_id = ${job.id}::uuid`.execute(db);
+    await sql`UPDATE migration_jobs SET state = 'running', started_at = now() WHERE id = ${job.id}::uuid`.execute(db);
+    await t.queue.send(DISPATCH_QUEUE, { job_id: job.id });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal((await getJob(tenant, job.id)).state, 'running');
+    // Line 2 finishes having seen line 1 pending (an outcome that looks for nothing more).
+    await sql`UPDATE migration_job_records SET outcome = 'succeeded', finished_at = now() WHERE job_id = ${job.id}::uuid AND line = 2`.execute(db);
+    const ended = await finished(tenant, job.id, 'completed', 10_000);
+    assert.deepEqual(ended.counts, { ...ZERO, total: 2, succeeded: 2 });
   });
 });
 

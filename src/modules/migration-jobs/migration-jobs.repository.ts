@@ -232,13 +232,27 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
   };
 }
 
+/**
+ * Gives a running record its outcome, and answers in the same statement whether, as far as that
+ * statement saw, another record of the job was pending or running. A statement sees the others as
+ * they were when it began: one finishing beside it, or pending records cancelled meanwhile, are not
+ * seen, so `pending: false` must be looked at again after this commits (finishIfDone), and
+ * `pending: true` can be stale (the dispatcher's last looks end such a job: migration-jobs.worker.ts).
+ */
 export async function finishRecord(db: Db, jobId: string, line: number, result: {
   outcome: 'succeeded' | 'skipped' | 'failed' | 'cancelled'; step: RecordStep | null; created: boolean | null;
   serviceAccountNumber: string | null; errors: RecordError[];
-}): Promise<void> {
-  await sql`${sql.raw(SERVER_PREPARED)} UPDATE migration_job_records SET outcome = ${result.outcome}, step = ${result.step}, created = ${result.created},
-      service_account_number = ${result.serviceAccountNumber}, errors = ${JSON.stringify(result.errors)}::jsonb, finished_at = now()
-    WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'`.execute(db);
+}): Promise<{ pending: boolean; running: boolean }> {
+  const { rows } = await sql<{ pending: boolean; running: boolean }>`${sql.raw(SERVER_PREPARED)} WITH finished AS (
+      UPDATE migration_job_records SET outcome = ${result.outcome}, step = ${result.step}, created = ${result.created},
+        service_account_number = ${result.serviceAccountNumber}, errors = ${JSON.stringify(result.errors)}::jsonb, finished_at = now()
+      WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'
+      RETURNING line
+    )
+    SELECT
+      COALESCE((SELECT true FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1), false) AS pending,
+      COALESCE((SELECT true FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'running' AND line <> ${line} ORDER BY line LIMIT 1), false) AS running`.execute(db);
+  return rows[0] ?? { pending: false, running: false };
 }
 
 /** A record waiting for its retry (a transient failure) is pending again meanwhile. */

@@ -113,7 +113,13 @@ export async function dispatch(db: Kysely<Database>, queue: JobQueue, jobId: str
     }
     return more;
   });
-  if (!left) await finishIfDone(db, jobId);
+  if (left) return;
+  // Nothing left to send. The dispatcher keeps looking, every RECHECK_FULL_AFTER_MS, until the job has
+  // ended: a record that saw others pending does not look for the job's end (finishRecord), and
+  // those others may have been cancelled, or finished beside it, without it seeing; this ends such a job.
+  if (!(await finishIfDone(db, jobId))) {
+    await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: new Date(Date.now() + RECHECK_FULL_AFTER_MS) });
+  }
 }
 
 export async function closeWindow(db: Kysely<Database>, jobId: string): Promise<void> {
@@ -154,11 +160,13 @@ async function runRecordJob(
     logger.warn({ job_id: job.id, line: record.line, code: result.errors[0]?.code, retry: retryCount + 1 }, 'migration record hit a transient failure; the queue retries it');
     throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
   }
-  await repo.finishRecord(db, job.id, record.line, {
+  const others = await repo.finishRecord(db, job.id, record.line, {
     outcome: result.kind === 'transient' ? 'failed' : result.outcome,
     step: result.step, created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors,
   });
-  await finishIfDone(db, job.id);
+  // Records still pending: this is not the job's end, and one round trip less a record. Seen
+  // without: the job may be ending, so it is looked at again after this commit.
+  if (!others.pending) await finishIfDone(db, job.id);
 }
 
 /**
@@ -176,22 +184,23 @@ async function giveUpRecord(db: Kysely<Database>, data: { job_id: string; line: 
 }
 
 /**
- * Ends the job once no record is pending or running: completed, or cancelled after a cancel. Called
- * after the record's own commit, so of two workers finishing the last two records at once the later
- * one sees both finished. A first look without the job row's lock settles the common case (records
+ * Ends the job once no record is pending or running: completed, or cancelled after a cancel; true
+ * when the job has ended (now or before). Called after the record's own commit, so of two workers
+ * finishing the last two records at once the later one sees both finished. A first look without the job row's lock settles the common case (records
  * left) without a transaction; only a job that may be done takes the lock and looks again.
  */
-export async function finishIfDone(db: Kysely<Database>, jobId: string): Promise<void> {
+export async function finishIfDone(db: Kysely<Database>, jobId: string): Promise<boolean> {
   const before = await repo.hasUnfinished(db, jobId);
-  if (before.pending || before.running) return;
-  await db.transaction().execute(async (trx) => {
+  if (before.pending || before.running) return false;
+  return db.transaction().execute(async (trx) => {
     const job = await repo.lockJob(trx, jobId);
-    if (!job || !['queued', 'running', 'scheduled'].includes(job.state)) return;
+    if (!job || !['queued', 'running', 'scheduled'].includes(job.state)) return true;
     const left = await repo.hasUnfinished(trx, jobId);
-    if (left.pending || left.running) return;
+    if (left.pending || left.running) return false;
     const how = job.cancel_requested ? 'cancelled' : 'completed';
     await repo.updateJob(trx, jobId, { state: how, finishedNow: true });
     await recordJobEnded(trx, job, how);
+    return true;
   });
 }
 
