@@ -2,6 +2,7 @@ import {
   CompiledQuery, DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, type Compilable,
 } from 'kysely';
 import type { Database } from './schema.ts';
+import { SERVER_PREPARED } from './server-prepared.ts';
 
 // A query for a hot path, written once with the Kysely builder and compiled once: each call only
 // fills in its parameters. Building and compiling a query allocates a tree of frozen nodes and walks
@@ -27,11 +28,17 @@ const builder = new Kysely<Database>({
   },
 });
 
+/**
+ * `serverPrepared`: also sent as a server-prepared statement (server-prepared.ts says which
+ * statements may be), so that PostgreSQL does not plan it at every call either.
+ */
 export function precompiled<A extends unknown[], R>(
-  arity: A['length'], build: (qb: Kysely<Database>, ...args: A) => Compilable<R>,
+  arity: A['length'], build: (qb: Kysely<Database>, ...args: A) => Compilable<R>, options: { serverPrepared?: boolean } = {},
 ): (db: Executor, ...args: A) => Promise<R[]> {
   const markers: Marker[] = Array.from({ length: arity }, (_, argument) => Object.freeze({ argument }));
-  const { sql: text, parameters } = build(builder, ...(markers as unknown as A)).compile();
+  const compiled = build(builder, ...(markers as unknown as A)).compile();
+  const text = options.serverPrepared ? SERVER_PREPARED + compiled.sql : compiled.sql;
+  const { parameters } = compiled;
   const slots = parameters.map((value) => (markers.includes(value as Marker) ? (value as Marker).argument : -1));
   for (const marker of markers) {
     if (!slots.includes(marker.argument)) throw new Error(`precompiled: argument ${marker.argument} does not reach the query as a parameter`);

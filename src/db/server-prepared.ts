@@ -1,6 +1,4 @@
-import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
 import type pg from 'pg';
-import type { Database } from './schema.ts';
 
 // Server-side prepared statements, for the statements of the hot paths (a migration job's record
 // runs some twenty) whose planning costs PostgreSQL as much as running them. A statement is sent as
@@ -14,15 +12,19 @@ import type { Database } from './schema.ts';
 // - writes whose plan does not depend on their values, such as inserts of rows sent as jsonb (the
 //   account tree's: planning it took 0.77 ms of PostgreSQL's CPU for every create, more than
 //   writing it);
-// - lookups whose WHERE pins a whole unique key (a primary key, `accounts.id`, `(job_id, line)`)
-//   or leads an index with the key every row is read by (`account_id` of the account's own rows).
-// Not a lookup that a second index could also serve at the same estimated cost: the account lock's
-// `supplier_id = $1 AND external_account_number = $2` ties, on an empty `accounts`, between the
-// unique key and `accounts_supplier_created_idx` filtered on the number, and the generic plan made
-// then took 0.59 ms a lock instead of 0.03, more the bigger the book. test/http/server-prepared.test.ts
-// checks the generic plan of every statement a migration job prepares, on an empty database and on a
-// filled one. A marked statement names the columns it returns (no `*`): a column added by a later
-// migration must leave its result as it was, or a prepared statement's plan would change result type.
+// - lookups whose WHERE pins a whole unique key (a primary key, `accounts.id`, `(job_id, line)`,
+//   the account lock's `(supplier_id, external_account_number)`) or leads an index with the key every
+//   row is read by (`account_id` of the account's own rows).
+// Not a lookup that a second index could also serve at the same estimated cost. The account lock
+// was one until migration 016 dropped `accounts_supplier_created_idx`: on an empty `accounts` its
+// generic plan tied between the unique key and that index filtered on the number, and the plan made
+// then took 0.59 ms a lock instead of 0.03, more the bigger the book. The create's first read by
+// `(supplier_id, external_account_number)` on `account_imports` still is one (the supplier's list
+// indexes lead with `supplier_id` too). test/http/prepared-plans.test.ts checks the generic plan of
+// every statement a migration job prepares, on a fresh database and on a filled, analysed one.
+// A marked statement names the columns it returns (no `*`): a column added by a later migration
+// must leave its result as it was, or a prepared statement's plan would change result type. A query
+// built with Kysely is marked with `precompiled(…, { serverPrepared: true })` (precompiled.ts).
 // On PGlite the mark is only a comment (its dialect sends every statement as it is).
 
 export const SERVER_PREPARED = '/* server-prepared */';
@@ -35,12 +37,6 @@ const preparedTexts = new Set<string>();
 const TEXTS_KEPT = 256;
 export function preparedStatementTexts(): readonly string[] {
   return [...preparedTexts];
-}
-
-/** Runs a query built with Kysely as a marked statement (the rows it answers). */
-export async function executePrepared<R>(db: Pick<Kysely<Database>, 'executeQuery'>, query: Compilable<R>): Promise<R[]> {
-  const { sql, parameters } = query.compile();
-  return (await db.executeQuery<R>(CompiledQuery.raw(SERVER_PREPARED + sql, [...parameters]))).rows;
 }
 
 type Query = (...args: unknown[]) => unknown;

@@ -19,7 +19,7 @@ const JOBS = '/v1/data-import/migration-jobs/';
 
 /** The indexes each table may be read through by a prepared statement. */
 const ALLOWED: Record<string, string[]> = {
-  accounts: ['accounts_pkey'],
+  accounts: ['accounts_pkey', 'accounts_supplier_id_external_account_number_key'],
   account_imports: ['account_imports_pkey', 'account_imports_supplier_id_external_account_number_key'],
   operations_teams: ['operations_teams_name_key', 'operations_teams_pkey'],
   import_suppliers: ['import_suppliers_pkey'],
@@ -125,6 +125,17 @@ describe('the generic plans of the statements a migration job prepares', { skip:
     const supplierId = await supplierIdOf(t, tenant.supplier);
     const job = await call(t.app, 'POST', JOBS, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
     const jobId = (job.json as { id: string }).id;
+    // Many staged and created accounts of one supplier, a big job's records (half of them
+    // finished), and a long history on one account.
+    const [team] = (await sql<{ id: number }>`SELECT id FROM operations_teams ORDER BY id LIMIT 1`.execute(db)).rows;
+    await sql`WITH staged AS (
+        INSERT INTO account_imports (supplier_id, external_account_number, data)
+        SELECT ${supplierId}::int8, 'FILL' || g, '{}'::jsonb FROM generate_series(1, 20000) AS g RETURNING id, external_account_number)
+      INSERT INTO accounts (number, account_import_id, supplier_id, external_account_number, operations_team_id,
+        billing_street_address, billing_country, billing_postal_code)
+      SELECT 'F-' || s.id, s.id, ${supplierId}::int8, s.external_account_number, ${team!.id}::int8, '1 Street', 'GB', 'AB1 2CD'
+      FROM staged s`.execute(db);
+    await sql`UPDATE account_imports ai SET account_id = a.id FROM accounts a WHERE a.account_import_id = ai.id AND ai.account_id IS NULL`.execute(db);
     // A big job's records, half of them finished, and a long history on one account.
     await sql`INSERT INTO migration_job_records (job_id, line, external_account_number, record, outcome, finished_at)
       SELECT ${jobId}::uuid, g, 'FILL' || g, '{}'::jsonb, CASE WHEN g % 2 = 0 THEN 'succeeded' ELSE 'pending' END,

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { precompiled } from '../../db/precompiled.ts';
-import { executePrepared, SERVER_PREPARED } from '../../db/server-prepared.ts';
+import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 import type { EventType } from '../events/event-types.ts';
 import { accountLockHeld, takeSlotExpr, tryLockAccountExpr } from './import-locks.repository.ts';
 
@@ -108,16 +108,24 @@ export async function findImportStateAndTryLock(
 export async function findStagedForCreate(
   trx: Transaction<Database>, importId: number, teamName: string, slotLimit: number,
 ): Promise<ImportState & { data: unknown; team_id: number | null; slot: number | null }> {
-  const [row] = await executePrepared(trx, trx.selectFrom('account_imports as ai')
-    .leftJoin('accounts as a', 'a.id', 'ai.account_id')
-    .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', 'ai.data'])
-    .select((eb) => eb.selectFrom('operations_teams').select('id').where('name', '=', teamName).as('team_id'))
-    .select((slotLimit > 0 ? takeSlotExpr(slotLimit) : sql<number | null>`NULL::int4`).as('slot'))
-    .where('ai.id', '=', importId)
-    .forUpdate('ai'));
+  const [row] = slotLimit > 0 ? await stagedWithSlot(trx, importId, teamName, slotLimit) : await stagedWithoutSlot(trx, importId, teamName);
   if (!row) throw new Error(`import process ${importId} not found under its lock`);
   return row;
 }
+
+// Every create runs one of these: compiled once and prepared (they read by primary and unique keys).
+const stagedForCreate = (qb: Kysely<Database>, importId: number, teamName: string, slot: RawBuilder<number | null>) => qb
+  .selectFrom('account_imports as ai')
+  .leftJoin('accounts as a', 'a.id', 'ai.account_id')
+  .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', 'ai.data'])
+  .select((eb) => eb.selectFrom('operations_teams').select('id').where('name', '=', teamName).as('team_id'))
+  .select(slot.as('slot'))
+  .where('ai.id', '=', importId)
+  .forUpdate('ai');
+const stagedWithSlot = precompiled(3, (qb, importId: number, teamName: string, slotLimit: number) =>
+  stagedForCreate(qb, importId, teamName, takeSlotExpr(slotLimit)), { serverPrepared: true });
+const stagedWithoutSlot = precompiled(2, (qb, importId: number, teamName: string) =>
+  stagedForCreate(qb, importId, teamName, sql<number | null>`NULL::int4`), { serverPrepared: true });
 
 export interface AttemptRecord {
   supplierId: number;

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../core/errors.ts';
+import { precompiled } from '../../db/precompiled.ts';
 
 // The one way every import onto an account (notes, transactions, statements) finds its account.
 // It takes a Transaction so it cannot be called outside one: the row lock it takes serialises every
@@ -9,13 +10,15 @@ import { AppError } from '../../core/errors.ts';
 export async function lockImportedAccount(
   trx: Transaction<Database>, supplierId: number, externalAccountNumber: string,
 ): Promise<{ id: number }> {
-  const account = await trx.selectFrom('accounts').select('id')
-    .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber)
-    .forUpdate()
-    .executeTakeFirst();
+  const [account] = await lockQuery(trx, supplierId, externalAccountNumber);
   if (!account) throw accountNotFound(externalAccountNumber);
   return account;
 }
+
+// Every import runs it: compiled once and prepared (the unique key is the only index it can use).
+const lockQuery = precompiled(2, (qb, supplierId: number, externalAccountNumber: string) => qb.selectFrom('accounts').select('id')
+  .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber)
+  .forUpdate(), { serverPrepared: true });
 
 /**
  * The same lookup without a lock, for an import that must not hold a transaction open (the payment

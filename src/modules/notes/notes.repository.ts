@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { executePrepared } from '../../db/server-prepared.ts';
+import { precompiled } from '../../db/precompiled.ts';
 
 type Trx = Transaction<Database>;
 
@@ -21,12 +21,15 @@ export interface StoredNote { body: string | null; documentPaths: string[]; crea
  */
 export async function findNotesWithBodies(trx: Trx, accountId: number, bodies: string[]): Promise<StoredNote[]> {
   if (bodies.length === 0) return [];
-  const rows = await executePrepared(trx, trx.selectFrom('notes').select(['body', 'document_paths', 'created_at'])
-    .where('account_id', '=', accountId)
-    .where(sql<string>`md5(coalesce(body, ''))`, 'in',
-      sql<string>`(SELECT md5(b) FROM jsonb_array_elements_text(${JSON.stringify(bodies)}::jsonb) AS b)`));
+  const rows = await notesWithBodies(trx, accountId, JSON.stringify(bodies));
   return rows.map((r) => ({ body: r.body, documentPaths: r.document_paths as string[], createdAt: r.created_at }));
 }
+
+const notesWithBodies = precompiled(2, (qb, accountId: number, bodiesJson: string) => qb.selectFrom('notes')
+  .select(['body', 'document_paths', 'created_at'])
+  .where('account_id', '=', accountId)
+  .where(sql<string>`md5(coalesce(body, ''))`, 'in', sql<string>`(SELECT md5(b) FROM jsonb_array_elements_text(${bodiesJson}::jsonb) AS b)`),
+{ serverPrepared: true });
 
 /** One multi-row insert for the notes of a request, of a created account, or of a forced batch. */
 export async function insertNotes(trx: Trx, accountId: number, notes: NoteRow[]): Promise<void> {
