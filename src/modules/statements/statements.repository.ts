@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Transaction } from 'kysely';
+import type { Insertable, Transaction } from 'kysely';
 import type { Database, StatementsTable } from '../../db/schema.ts';
 import { precompiled, type Executor } from '../../db/precompiled.ts';
 
