@@ -83,16 +83,18 @@ export function findImportState(db: Db, supplierId: number, externalAccountNumbe
 export async function findImportStateAndTryLock(
   trx: Transaction<Database>, supplierId: number, externalAccountNumber: string,
 ): Promise<(ImportState & { locked: boolean }) | undefined> {
-  const row = await trx.selectFrom('account_imports as ai')
-    .leftJoin('accounts as a', 'a.id', 'ai.account_id')
-    .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', tryLockAccountExpr(sql.ref('ai.id')).as('locked')])
-    .where('ai.supplier_id', '=', supplierId)
-    .where('ai.external_account_number', '=', externalAccountNumber)
-    .executeTakeFirst();
+  const [row] = await stateAndTryLock(trx, supplierId, externalAccountNumber);
   if (!row) return undefined;
   if (row.locked === null) throw new Error(`import id ${row.id} is outside the advisory key range`);
   return { ...row, locked: row.locked === true };
 }
+
+// Every create runs it: compiled once and prepared (it reads by the (supplier, account number) key).
+const stateAndTryLock = precompiled(2, (qb, supplierId: number, externalAccountNumber: string) => qb.selectFrom('account_imports as ai')
+  .leftJoin('accounts as a', 'a.id', 'ai.account_id')
+  .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', tryLockAccountExpr(sql.ref('ai.id')).as('locked')])
+  .where('ai.supplier_id', '=', supplierId)
+  .where('ai.external_account_number', '=', externalAccountNumber), { serverPrepared: true });
 
 /**
  * The import process with its staged data, read under the account lock by the create. The row is
