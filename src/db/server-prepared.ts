@@ -18,8 +18,9 @@ import type pg from 'pg';
 // Not a lookup that a second index could also serve at the same estimated cost. The account lock
 // was one until migration 016 dropped `accounts_supplier_created_idx`: on an empty `accounts` its
 // generic plan tied between the unique key and that index filtered on the number, and the plan made
-// then took 0.59 ms a lock instead of 0.03, more the bigger the book. test/http/prepared-plans.test.ts checks the generic plan of
-// every statement a migration job prepares, on a fresh database and on a filled, analysed one.
+// then took 0.59 ms a lock instead of 0.03, more the bigger the book.
+// test/http/prepared-plans.test.ts checks the generic plan of every statement a migration job
+// prepares, on a fresh database and on a filled, analysed one.
 // A marked statement names the columns it returns (no `*`): a column added by a later migration
 // must leave its result as it was, or a prepared statement's plan would change result type. A query
 // built with Kysely is marked with `precompiled(…, { serverPrepared: true })` (precompiled.ts).

@@ -39,6 +39,21 @@ describe('an account balance bounded at import, and reads that cannot overflow',
     assert.equal((await post(tenant, account.externalAccountNumber, charges(300, 1, 'PAYMENT'))).status, 201);
   });
 
+  test('transactions already on the account do not count again: at the bound, the same batch reposted answers already-existing', async () => {
+    const tenant = await createTenant(t);
+    const account = await insertImportedAccount(t, tenant);
+    for (let batch = 0; batch < 2; batch += 1) assert.equal((await post(tenant, account.externalAccountNumber, charges(batch * 50, 50))).status, 201);
+    // Summed again, these 50 would take the balance past the bound; they are already there, so they add nothing.
+    const again = await post(tenant, account.externalAccountNumber, charges(50, 50));
+    assert.equal(again.status, 201, again.body);
+    assert.deepEqual(new Set(again.json.results.map((r: { status: string }) => r.status)), new Set(['TRANSACTION_ALREADY_EXISTS']));
+    // One new charge beside them is summed alone from the kept balance, and crosses.
+    const over = await post(tenant, account.externalAccountNumber, [...charges(0, 3), ...charges(100, 1)]);
+    assert.equal(over.status, 400, over.body);
+    assert.equal(over.json.errors[0].attr, 'transactions.3.amount');
+    assert.match(over.json.detail, /balance to -100999999999998\.99/);
+  });
+
   test('an account whose stored transactions sum past any bound (written before it) still reads: 200, exact balance', async () => {
     const tenant = await createTenant(t);
     const account = await insertImportedAccount(t, tenant);

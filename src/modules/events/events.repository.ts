@@ -29,7 +29,8 @@ export async function recordEvents(trx: Transaction<Database>, events: readonly 
  * recordEvents, written by the same statement as `write`, the change the events report (an INSERT …
  * RETURNING, built and not yet run): one round trip instead of two. Answers the rows `write` returns;
  * if `write` fails, no event is written either. With no write (an import that found nothing new),
- * the events alone.
+ * the events alone. The statement is server-prepared (db/server-prepared.ts), so `write` must be an
+ * INSERT … RETURNING named columns, whose plan does not depend on its values.
  */
 export async function recordEventsWith<Row>(
   trx: Transaction<Database>, events: readonly NewEvent[], write: RawBuilder<Row> | (Compilable<Row> & OperationNodeSource) | null,
@@ -39,7 +40,6 @@ export async function recordEventsWith<Row>(
     await recordEvents(trx, events);
     return [];
   }
-  // A write and its events are inserts: prepared (db/server-prepared.ts), as their plans do not depend on the values.
   const { rows } = await sql<Row>`${sql.raw(SERVER_PREPARED)} WITH written AS (${write}), recorded AS (${eventsInsert(trx, events)}) SELECT * FROM written`.execute(trx);
   await afterRecorded(trx, events);
   return rows;

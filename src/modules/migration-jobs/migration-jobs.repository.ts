@@ -234,25 +234,25 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
 
 /**
  * Gives a running record its outcome, and answers in the same statement whether, as far as that
- * statement saw, another record of the job was pending or running. A statement sees the others as
- * they were when it began: one finishing beside it, or pending records cancelled meanwhile, are not
- * seen, so `pending: false` must be looked at again after this commits (finishIfDone), and
- * `pending: true` can be stale (the dispatcher's last looks end such a job: migration-jobs.worker.ts).
+ * statement saw, another record of the job is still pending. A statement sees the others as they were
+ * when it began: records finishing beside it, or pending ones cancelled meanwhile, are not seen. So
+ * `false` must be looked at again after this commits (finishIfDone), and `true` can be stale: the
+ * dispatcher's last looks end such a job (migration-jobs.worker.ts). Not EXISTS: PostgreSQL drops an
+ * EXISTS subquery's ORDER BY, and the kept plan then scans a big job's records for the first pending
+ * one (prepared-plans.test.ts); in line order the outcome index serves it.
  */
 export async function finishRecord(db: Db, jobId: string, line: number, result: {
   outcome: 'succeeded' | 'skipped' | 'failed' | 'cancelled'; step: RecordStep | null; created: boolean | null;
   serviceAccountNumber: string | null; errors: RecordError[];
-}): Promise<{ pending: boolean; running: boolean }> {
-  const { rows } = await sql<{ pending: boolean; running: boolean }>`${sql.raw(SERVER_PREPARED)} WITH finished AS (
+}): Promise<{ othersPending: boolean }> {
+  const { rows } = await sql<{ others_pending: boolean }>`${sql.raw(SERVER_PREPARED)} WITH finished AS (
       UPDATE migration_job_records SET outcome = ${result.outcome}, step = ${result.step}, created = ${result.created},
         service_account_number = ${result.serviceAccountNumber}, errors = ${JSON.stringify(result.errors)}::jsonb, finished_at = now()
       WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'
-      RETURNING line
     )
-    SELECT
-      COALESCE((SELECT true FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1), false) AS pending,
-      COALESCE((SELECT true FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'running' AND line <> ${line} ORDER BY line LIMIT 1), false) AS running`.execute(db);
-  return rows[0] ?? { pending: false, running: false };
+    SELECT COALESCE((SELECT true FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1), false)
+      AS others_pending`.execute(db);
+  return { othersPending: rows[0]?.others_pending ?? false };
 }
 
 /** A record waiting for its retry (a transient failure) is pending again meanwhile. */

@@ -160,13 +160,13 @@ async function runRecordJob(
     logger.warn({ job_id: job.id, line: record.line, code: result.errors[0]?.code, retry: retryCount + 1 }, 'migration record hit a transient failure; the queue retries it');
     throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
   }
-  const others = await repo.finishRecord(db, job.id, record.line, {
+  const { othersPending } = await repo.finishRecord(db, job.id, record.line, {
     outcome: result.kind === 'transient' ? 'failed' : result.outcome,
     step: result.step, created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors,
   });
   // Records still pending: this is not the job's end, and one round trip less a record. Seen
   // without: the job may be ending, so it is looked at again after this commit.
-  if (!others.pending) await finishIfDone(db, job.id);
+  if (!othersPending) await finishIfDone(db, job.id);
 }
 
 /**
@@ -186,8 +186,9 @@ async function giveUpRecord(db: Kysely<Database>, data: { job_id: string; line: 
 /**
  * Ends the job once no record is pending or running: completed, or cancelled after a cancel; true
  * when the job has ended (now or before). Called after the record's own commit, so of two workers
- * finishing the last two records at once the later one sees both finished. A first look without the job row's lock settles the common case (records
- * left) without a transaction; only a job that may be done takes the lock and looks again.
+ * finishing the last two records at once the later one sees both finished. A first look without the
+ * job row's lock settles the common case (records left) without a transaction; only a job that may
+ * be done takes the lock and looks again.
  */
 export async function finishIfDone(db: Kysely<Database>, jobId: string): Promise<boolean> {
   const before = await repo.hasUnfinished(db, jobId);

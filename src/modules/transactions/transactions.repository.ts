@@ -32,19 +32,18 @@ export async function findOpenPeriodStart(db: Kysely<Database> | Trx, accountId:
  * summed over numeric from the balance kept on the account row (migration 015), which the caller
  * holds locked, so the cost is the batch's whatever the account's history.
  */
-export async function findOpenPeriodAndTransactions(
-  trx: Trx, accountId: number, transactionIds: string[], batch: Array<{ transaction_id: string } & Pick<NewTransactionValues, 'amount' | 'type'>>,
+export async function readUnderAccountLock(
+  trx: Trx, accountId: number, transactionIds: string[], batch: Array<Pick<NewTransactionValues, 'transaction_id' | 'amount' | 'type'>>,
 ): Promise<{ periodStart: string | null; existing: TransactionRow[]; overflow: { transactionId: string; balance: string } | null }> {
-  const items = batch.map((item) => ({ id: item.transaction_id, amount: item.amount, type: item.type }));
   const { rows } = await sql<TransactionRow & { open_period_start: string | null; overflow_id: string | null; overflow_balance: string | null }>`${sql.raw(SERVER_PREPARED)}
     WITH existing AS (
       SELECT ${TRANSACTION_COLUMNS} FROM transactions
       WHERE account_id = ${accountId}::int8 AND transaction_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(transactionIds)}::jsonb))
     ), running AS (
-      SELECT x.ord, x.item->>'id' AS overflow_id, (SELECT balance FROM accounts WHERE id = ${accountId}::int8)
+      SELECT x.ord, x.item->>'transaction_id' AS overflow_id, (SELECT balance FROM accounts WHERE id = ${accountId}::int8)
         + sum(transaction_balance_delta(x.item->>'type', (x.item->>'amount')::numeric)) OVER (ORDER BY x.ord) AS balance
-      FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS x(item, ord)
-      WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.transaction_id = x.item->>'id')
+      FROM jsonb_array_elements(${JSON.stringify(batch)}::jsonb) WITH ORDINALITY AS x(item, ord)
+      WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.transaction_id = x.item->>'transaction_id')
     ), overflow AS (
       SELECT overflow_id, balance::text AS overflow_balance FROM running WHERE abs(balance) > ${MAX_BALANCE}::numeric ORDER BY ord LIMIT 1
     )

@@ -10,7 +10,7 @@ import { insertNotes } from '../notes/notes.repository.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
-  findOpenPeriodAndTransactions, MAX_BALANCE, transactionsInsert, type NewTransactionValues,
+  MAX_BALANCE, readUnderAccountLock, transactionsInsert, type NewTransactionValues,
   type TransactionRow,
 } from './transactions.repository.ts';
 
@@ -32,7 +32,7 @@ export async function importTransactions(
     const ids = options.checkPreviouslyAdded ? body.transactions.map((item) => item.transaction_id) : [];
     // The balance bound's verdict comes with the read: it sums the batch's items that are not found.
     const batch = body.transactions.map((item) => ({ transaction_id: item.transaction_id, amount: decimalString(item.amount), type: item.type }));
-    const { periodStart, existing: found, overflow } = await findOpenPeriodAndTransactions(trx, account.id, ids, batch);
+    const { periodStart, existing: found, overflow } = await readUnderAccountLock(trx, account.id, ids, batch);
     const existing = new Map(found.map((row) => [row.transaction_id, row]));
 
     const rows: NewTransactionValues[] = [];
