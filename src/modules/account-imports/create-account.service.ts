@@ -35,6 +35,11 @@ export interface CreateAccountDeps {
   processConcurrencyLimit: number;
   /** Where the welcome emails' delivery jobs go, written in the creating transaction. */
   queue: JobQueue;
+  /**
+   * A write of the caller's that must commit with the account, or not at all: a migration job marks
+   * its record as the one that created the account, so the mark survives a crash right after.
+   */
+  onCreated?: ((trx: Transaction<Database>, serviceAccountNumber: string) => Promise<void>) | undefined;
 }
 
 const IDENTIFIER_KEY = 'supply_points_identifier_key';
@@ -120,6 +125,7 @@ async function create(
 
       const { number, createdAt } = await buildAccount(trx, deps.queue, { importId: state.id, ext, supplier, teamId: state.team_id, data });
       if (body.dry_run === true) throw new DryRunRollback();
+      await deps.onCreated?.(trx, number);
       await recordEventsWith(trx, [{
         supplierId: supplier.id, type: 'import_process.completed', externalAccountNumber: ext,
         data: { service_account_number: number, account_created_at: utcSeconds(createdAt) },

@@ -255,6 +255,15 @@ export async function finishRecord(db: Db, jobId: string, line: number, result: 
   return { othersPending: rows[0]?.others_pending ?? false };
 }
 
+/**
+ * The record created its account: written in the creating transaction, so a record run again after a
+ * crash (its outcome never written) still knows that this job made the account.
+ */
+export async function markRecordCreated(db: Db, jobId: string, line: number, serviceAccountNumber: string): Promise<void> {
+  await sql`${sql.raw(SERVER_PREPARED)} UPDATE migration_job_records SET created = true, service_account_number = ${serviceAccountNumber}
+    WHERE job_id = ${jobId}::uuid AND line = ${line}`.execute(db);
+}
+
 /** A record waiting for its retry (a transient failure) is pending again meanwhile. */
 export async function releaseRecord(db: Db, jobId: string, line: number, progress: { created: boolean | null; serviceAccountNumber: string | null }): Promise<void> {
   await sql`UPDATE migration_job_records SET outcome = 'pending', created = COALESCE(created, ${progress.created}),

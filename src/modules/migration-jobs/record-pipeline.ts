@@ -18,7 +18,7 @@ import { CreateStatementsBody } from '../statements/statements.schemas.ts';
 import { importStatements } from '../statements/statements.service.ts';
 import { CreateTransactionsBody } from '../transactions/transactions.schemas.ts';
 import { importTransactions } from '../transactions/transactions.service.ts';
-import type { RecordRow, WorkerJobRow } from './migration-jobs.repository.ts';
+import { markRecordCreated, type RecordRow, type WorkerJobRow } from './migration-jobs.repository.ts';
 import type { RecordError, RecordStep } from './migration-jobs.schemas.ts';
 
 // One record of a migration job (D11), step by step, each step through the service of its endpoint:
@@ -86,7 +86,10 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
     }
     if (!imported) {
       try {
-        const made = await createAccount({ db: deps.db, processConcurrencyLimit: deps.processConcurrencyLimit, queue: deps.queue }, caller, {
+        const made = await createAccount({
+          db: deps.db, processConcurrencyLimit: deps.processConcurrencyLimit, queue: deps.queue,
+          onCreated: (trx, made) => markRecordCreated(trx, job.id, row.line, made),
+        }, caller, {
           import_supplier_code: job.supplier_code, external_account_number: ext, operations_team_name: job.operations_team_name, dry_run: job.dry_run,
         });
         number = made.service_account_number;
