@@ -19,7 +19,7 @@ export class UploadLimitExceeded extends Error {
   }
 }
 
-export interface LineLimits { maxLineBytes: number; maxTotalBytes: number; maxBlankLines: number }
+interface LineLimits { maxLineBytes: number; maxTotalBytes: number; maxBlankLines: number }
 
 const NEWLINE = 0x0a;
 

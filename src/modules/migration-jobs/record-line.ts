@@ -16,7 +16,7 @@ import type { Line } from './ndjson-lines.ts';
  */
 export const MAX_RECORD_DEPTH = 64;
 
-export interface ParsedLine { ext: string | null; record: unknown; errors: RecordError[] }
+interface ParsedLine { ext: string | null; record: unknown; errors: RecordError[] }
 
 const parseFailure = (detail: string): ParsedLine => ({ ext: null, record: null, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail }] });
 
