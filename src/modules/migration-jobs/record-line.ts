@@ -1,5 +1,6 @@
 import { INEXACT_NUMBER_DETAIL, inexactNumbersOf, recordInexactNumbers } from '../../core/json-numbers.ts';
 import { findUnstorableText, recordStorableText } from '../../core/unstorable-text.ts';
+import { ExternalAccountNumber } from '../../schemas/identifiers.ts';
 import type { RecordError } from './migration-jobs.schemas.ts';
 import { RECORD_KEYS } from './migration-jobs.worker.ts';
 import type { Line } from './ndjson-lines.ts';
@@ -35,8 +36,10 @@ export function parseLine(line: Line): ParsedLine {
   if (nestsDeeperThan(line.text, value, MAX_RECORD_DEPTH)) return parseFailure(`The line is nested more than ${MAX_RECORD_DEPTH} levels deep.`);
   const account = (value as Record<string, unknown>).account;
   const named = typeof account === 'object' && account !== null ? (account as Record<string, unknown>).external_account_number : undefined;
-  // The number is stored in a text column of its own: only when it is text the store can keep.
-  const ext = typeof named === 'string' && findUnstorableText(named).length === 0 ? named : null;
+  // The number is stored in a column of its own, under a unique index: only when it could be an
+  // account number at all (at most its 100 characters, text the store can keep). An index entry
+  // over about 2,700 bytes is refused by PostgreSQL; the account step refuses such a number anyway.
+  const ext = typeof named === 'string' && named.length <= ExternalAccountNumber.maxLength! && findUnstorableText(named).length === 0 ? named : null;
   // Checked on the parsed value, not the text: `\\u0000` in the text is a backslash, not NUL.
   recordStorableText(line.text, value);
   const unstorable = findUnstorableText(value);
