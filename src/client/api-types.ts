@@ -340,7 +340,7 @@ export interface paths {
         put?: never;
         /**
          * Upload records (NDJSON, one record per line)
-         * @description Content-Type `application/x-ndjson`, optionally `Content-Encoding: gzip`. Each non-blank line is a record, numbered from 1 across all uploads of the job: `{"account": {...}, "statements": [...], "transactions": [...], "notes": [...], "payment_instruction": {...}}`, where only `account` is required and each other part takes the items of its endpoint. The body is streamed and written in batches: an upload cut off keeps every complete line before the cut, and the job's `counts.total` says how many. A line that is not a JSON object, or longer than the body limit of a single request, is a failed record at step parse; a repeated external account number fails as `duplicate`. An upload may take as long as it needs, but one that receives no byte for a while (60 s by default) is cut off.
+         * @description Content-Type `application/x-ndjson`, optionally `Content-Encoding: gzip`. Each non-blank line is a record, numbered from 1 across all uploads of the job: `{"account": {...}, "statements": [...], "transactions": [...], "notes": [...], "payment_instruction": {...}}`, where only `account` is required and each other part takes the items of its endpoint. The body is streamed and written in batches: an upload cut off keeps every complete line before the cut, and the job's `counts.total` says how many. A line that is not a JSON object, or longer than the body limit of a single request, is a failed record at step parse, as is one that is not valid UTF-8, nests more than 64 levels or holds text the store cannot keep (NUL, an unpaired surrogate); a repeated external account number fails as `duplicate`. An upload may take as long as it needs, but one that receives no byte for a while (60 s by default) is cut off.
          */
         post: operations["uploadMigrationJobRecords"];
         delete?: never;
@@ -4449,7 +4449,7 @@ export interface operations {
                     "application/json": components["schemas"]["MigrationJobUpload"];
                 };
             };
-            /** @description Refused; `code` is one of `migration_job_not_open`, `migration_job_too_large`, `invalid`. `migration_job_too_large`: the job would hold more records than a job may; the records before are kept. */
+            /** @description Refused; `code` is one of `migration_job_not_open`, `migration_job_too_large`, `parse_error`, `invalid`. `migration_job_too_large`: the job would hold more records than a job may; the records before are kept. `parse_error`: the body is labelled gzip but is not gzip, or its gzip stream was cut short; adds `received` and `total_records` (the complete lines before the fault are kept). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4511,7 +4511,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Refused; `code` is `payload_too_large`. The upload is larger than an upload may be; adds `received` and `total_records`. */
+            /** @description Refused; `code` is `payload_too_large`. The upload is larger than an upload may be, or holds more blank lines than a job may hold records; adds `received` and `total_records`. */
             413: {
                 headers: {
                     [name: string]: unknown;

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { PassThrough, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -11,7 +12,7 @@ import { recordStorableText } from '../core/unstorable-text.ts';
 // - `Content-Encoding`: identity, or gzip on a JSON body (inflated here, and the body limit applies
 //   to the inflated bytes, so a small bomb cannot grow past it). The NDJSON upload reads its own
 //   stream and encoding (migration-jobs.routes.ts); every other encoding is 415.
-// - `charset`: UTF-8 or none, on every body.
+// - `charset`: UTF-8 or none, on every body; a JSON body that is not valid UTF-8 is a 400.
 // - JSON: Fastify's own parser (prototype poisoning refused), then a pass over the text that finds
 //   numbers the parse changed (json-numbers.ts), so validation can refuse them at their field, and
 //   one that clears a body of NUL and lone surrogates from its text (unstorable-text.ts), so
@@ -28,8 +29,14 @@ export function registerBodyReading(app: FastifyInstance, bodyLimit: number): vo
 
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = String(body); // parseAs 'string' hands a string
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer; // parseAs 'buffer' hands a Buffer
+    // Decoding alone would put U+FFFD in place of bytes that are not UTF-8, and store it as sent.
+    if (!isUtf8(bytes)) {
+      done(new AppError('parse_error', 'The body is not valid UTF-8.'), undefined);
+      return;
+    }
+    const text = bytes.toString('utf8');
     // The default parser answers through the callback; it returns nothing to await.
     void parseJson(request, text, (error: Error | null, value?: unknown) => {
       if (!error) {

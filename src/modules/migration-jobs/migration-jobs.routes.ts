@@ -1,5 +1,4 @@
-import { pipeline, Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
+import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
@@ -16,6 +15,8 @@ import {
 } from './migration-jobs.schemas.ts';
 import * as jobs from './migration-jobs.service.ts';
 import { idleLimited } from './upload-idle.ts';
+import { gunzipped } from './upload-gzip.ts';
+import { MAX_RECORD_DEPTH } from './record-line.ts';
 
 const TAGS = ['Migration jobs'];
 const NDJSON = 'application/x-ndjson';
@@ -105,7 +106,8 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin,
         + '"payment_instruction": {...}}`, where only `account` is required and each other part takes the items of its endpoint. '
         + 'The body is streamed and written in batches: an upload cut off keeps every complete line before the cut, and the job\'s '
         + '`counts.total` says how many. A line that is not a JSON object, or longer than the body limit of a single request, is a '
-        + 'failed record at step parse; a repeated external account number fails as `duplicate`. An upload may take as long as it '
+        + `failed record at step parse, as is one that is not valid UTF-8, nests more than ${MAX_RECORD_DEPTH} levels or holds text the store `
+        + 'cannot keep (NUL, an unpaired surrogate); a repeated external account number fails as `duplicate`. An upload may take as long as it '
         + 'needs, but one that receives no byte for a while (60 s by default) is cut off.',
       params: JobPathParams,
       consumes: [NDJSON],
@@ -113,12 +115,16 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin,
       requestExample: UPLOAD_RECORDS,
       response: {
         200: answer(UploadReply, 'The records were stored, pending until the job is started.', UPLOADED),
-        400: refusal(['migration_job_not_open', 'migration_job_too_large', 'invalid'], JOB_NOT_OPEN, {
-          note: '`migration_job_too_large`: the job would hold more records than a job may; the records before are kept.',
+        400: refusal(['migration_job_not_open', 'migration_job_too_large', 'parse_error', 'invalid'], JOB_NOT_OPEN, {
+          note: '`migration_job_too_large`: the job would hold more records than a job may; the records before are kept. '
+            + '`parse_error`: the body is labelled gzip but is not gzip, or its gzip stream was cut short; adds `received` and '
+            + '`total_records` (the complete lines before the fault are kept).',
         }),
         404: NO_JOB,
         408: refusal(['request_timeout'], UPLOAD_CUT_OFF, { note: 'Adds `received` and `total_records`: send the lines after those.' }),
-        413: refusal(['payload_too_large'], UPLOAD_TOO_LARGE, { note: 'The upload is larger than an upload may be; adds `received` and `total_records`.' }),
+        413: refusal(['payload_too_large'], UPLOAD_TOO_LARGE, {
+          note: 'The upload is larger than an upload may be, or holds more blank lines than a job may hold records; adds `received` and `total_records`.',
+        }),
         415: refusal(['unsupported_media_type'], { detail: 'Upload records as application/x-ndjson, one record per line.', code: 'unsupported_media_type' }),
       },
     },
@@ -196,9 +202,6 @@ function bodyStream(request: FastifyRequest, idleMs: number): AsyncIterable<Buff
   const raw = idleLimited(request.body as AsyncIterable<Buffer>, idleMs);
   const encoding = String(request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding === 'identity' || encoding === '') return raw;
-  if (encoding === 'gzip' || encoding === 'x-gzip') {
-    // pipeline passes a failure of the request (a cut, a stall) on to the gunzip stream the service reads.
-    return pipeline(raw, createGunzip(), () => {}) as AsyncIterable<Buffer>;
-  }
+  if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipped(raw);
   throw new AppError('unsupported_media_type', `Content-Encoding "${encoding}" is not supported; use gzip or none.`);
 }

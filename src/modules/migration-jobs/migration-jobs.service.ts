@@ -10,13 +10,14 @@ import { findTeamByName } from '../admin/admin.repository.ts';
 import type { Caller } from '../../core/caller.ts';
 import * as repo from './migration-jobs.repository.ts';
 import {
-  CSV_COLUMNS, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordError, type RecordOutcome,
+  CSV_COLUMNS, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordOutcome,
   type RecordResult, type UploadReply,
 } from './migration-jobs.schemas.ts';
 import { ndjsonLines, UploadLimitExceeded, type Line } from './ndjson-lines.ts';
 import { UploadStalled } from './upload-idle.ts';
-import { RECORD_KEYS, recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
-import { INEXACT_NUMBER_DETAIL, inexactNumbersOf, recordInexactNumbers } from '../../core/json-numbers.ts';
+import { UploadNotGzip } from './upload-gzip.ts';
+import { recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
+import { parseLine } from './record-line.ts';
 
 // Migration jobs (D11): create, upload, start, cancel, retry, read. The records themselves are run by
 // the queue workers (migration-jobs.worker.ts, record-pipeline.ts).
@@ -162,22 +163,30 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
         { extra: { received, total_records: written.total } });
     }
   };
+  // Blank lines are bounded too (ndjson-lines.ts): no more than the records a job may hold.
+  const limits = { maxLineBytes: deps.config.bodyLimitBytes, maxTotalBytes: deps.config.jobUploadLimitBytes, maxBlankLines: deps.config.jobMaxRecords };
   try {
-    for await (const line of ndjsonLines(body, { maxLineBytes: deps.config.bodyLimitBytes, maxTotalBytes: deps.config.jobUploadLimitBytes })) {
+    for await (const line of ndjsonLines(body, limits)) {
       batch.push(line);
       if (batch.length >= UPLOAD_BATCH) await flush();
     }
   } catch (error) {
     // The lines read before the failure are complete: keep them, then report the failure.
     if (!(error instanceof AppError)) await flush().catch(() => undefined);
+    const kept = { extra: { received, total_records: total } };
     if (error instanceof UploadLimitExceeded) {
-      throw new AppError('payload_too_large', `An upload is at most ${deps.config.jobUploadLimitBytes} bytes; the records before the limit are kept.`,
-        { extra: { received, total_records: total } });
+      throw new AppError('payload_too_large', error.bound === 'bytes'
+        ? `An upload is at most ${deps.config.jobUploadLimitBytes} bytes; the records before the limit are kept.`
+        : `An upload holds at most ${deps.config.jobMaxRecords} blank lines (JOB_MAX_RECORDS); the records before them are kept.`, kept);
+    }
+    if (error instanceof UploadNotGzip) {
+      throw new AppError('parse_error', 'The body is not valid gzip (not gzip, or cut short): '
+        + `the ${received} records read before the fault are kept; the job holds ${total}.`, kept);
     }
     if (error instanceof UploadStalled) {
       throw new AppError('request_timeout', `No data arrived for ${error.idleMs / 1000} s: the upload was cut off. `
         + `The ${received} records received before are kept; the job holds ${total}, send the lines after those.`,
-      { extra: { received, total_records: total } });
+      kept);
     }
     throw error;
   }
@@ -216,47 +225,6 @@ async function writeBatch(deps: JobsDeps, jobId: string, lines: Line[]): Promise
     await repo.appendRecords(trx, jobId, records);
     return { count: records.length, total: job.total_lines + records.length };
   });
-}
-
-interface ParsedLine { ext: string | null; record: unknown; errors: RecordError[] }
-
-function parseLine(line: Line): ParsedLine {
-  if (line.kind === 'too_long') {
-    return { ext: null, record: null, errors: [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${line.bytes} bytes; a record is at most BODY_LIMIT_BYTES.` }] };
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(line.text);
-  } catch {
-    return { ext: null, record: null, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not valid JSON.' }] };
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { ext: null, record: null, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not a JSON object.' }] };
-  }
-  const account = (value as Record<string, unknown>).account;
-  const ext = typeof account === 'object' && account !== null && typeof (account as Record<string, unknown>).external_account_number === 'string'
-    ? (account as Record<string, string>).external_account_number!
-    : null;
-  // jsonb cannot keep NUL characters: such a record fails here rather than failing the batch.
-  if (line.text.includes('\\u0000')) {
-    return { ext, record: null, errors: [{ code: 'invalid', attr: 'non_field_errors', detail: 'Text must not contain NUL characters.' }] };
-  }
-  // A number the parse changed (1e309, 20 digits) fails here: only the parsed value is stored, and
-  // the steps' validation no longer sees the text (json-numbers.ts).
-  recordInexactNumbers(line.text, value);
-  const inexact = [...(inexactNumbersOf(value)?.keys() ?? [])];
-  if (inexact.length > 0) {
-    return { ext, record: null, errors: inexact.map((attr) => ({ code: 'invalid', attr, detail: INEXACT_NUMBER_DETAIL })) };
-  }
-  // The record's own shape: `account` required, no other keys than D11's. Each part's contents are
-  // checked by its step, with its endpoint's schema.
-  const unknown = Object.keys(value).filter((key) => !(RECORD_KEYS as readonly string[]).includes(key));
-  const errors: RecordError[] = unknown.map((key) => ({ code: 'unknown_field', attr: key, detail: 'This field is not part of the documented payload and must not be sent.' }));
-  if (account === undefined) errors.unshift({ code: 'required', attr: 'account', detail: 'This field is required.' });
-  else if (typeof account !== 'object' || account === null || Array.isArray(account)) {
-    errors.unshift({ code: 'invalid', attr: 'account', detail: 'Expected an object.' });
-  }
-  return { ext, record: errors.length > 0 ? null : value, errors };
 }
 
 // ---- start, cancel, retry ----

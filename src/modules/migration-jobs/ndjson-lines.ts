@@ -1,52 +1,73 @@
+import { isUtf8 } from 'node:buffer';
+
 // Splits a byte stream into lines without holding more than one line (up to a limit) in memory:
 // a line longer than `maxLineBytes` is reported as too long and its bytes are dropped as they come.
-// Blank lines (only white space) are skipped. A stream that ends without a final newline still
-// yields its last line; a stream that fails (a cut-off upload) does not yield the incomplete line it
-// was in the middle of: the error is thrown after every complete line has been yielded.
+// A line that is not valid UTF-8 is reported as such, never decoded with U+FFFD in place of its bytes.
+// Blank lines (only white space) are skipped, but counted: blank lines cost a scan and no storage, so
+// a small gzip of newlines could otherwise keep a core busy for minutes; past `maxBlankLines` the
+// upload stops. An empty line is skipped without copying or decoding anything. A stream that ends
+// without a final newline still yields its last line; a stream that fails (a cut-off upload) does
+// not yield the incomplete line it was in the middle of: the error is thrown after every complete
+// line has been yielded.
 
-export type Line = { kind: 'text'; text: string } | { kind: 'too_long'; bytes: number };
+export type Line = { kind: 'text'; text: string } | { kind: 'too_long'; bytes: number } | { kind: 'not_utf8' };
 
-export class UploadLimitExceeded extends Error {}
+/** The upload passed one of its bounds: its bytes (after gunzip), or its blank lines. */
+export class UploadLimitExceeded extends Error {
+  constructor(readonly bound: 'bytes' | 'blank_lines') {
+    super(`the upload exceeds its ${bound === 'bytes' ? 'bytes' : 'blank lines'}`);
+  }
+}
+
+interface LineLimits { maxLineBytes: number; maxTotalBytes: number; maxBlankLines: number }
 
 const NEWLINE = 0x0a;
 
-export async function* ndjsonLines(
-  source: AsyncIterable<Buffer | string>, options: { maxLineBytes: number; maxTotalBytes: number },
-): AsyncGenerator<Line> {
+export async function* ndjsonLines(source: AsyncIterable<Buffer | string>, limits: LineLimits): AsyncGenerator<Line> {
   let parts: Buffer[] = [];
   let size = 0;
   let overflow = false;
   let total = 0;
+  let blankLines = 0;
+  const skipBlank = () => {
+    blankLines += 1;
+    if (blankLines > limits.maxBlankLines) throw new UploadLimitExceeded('blank_lines');
+  };
   const finish = (): Line | null => {
-    const line: Line | null = overflow
-      ? { kind: 'too_long', bytes: size }
-      : blank(parts) ? null : { kind: 'text', text: Buffer.concat(parts).toString('utf8') };
+    const line = lineOf(parts, size, overflow);
     parts = [];
     size = 0;
     overflow = false;
+    if (!line) skipBlank();
     return line;
   };
   for await (const raw of source) {
     const chunk = typeof raw === 'string' ? Buffer.from(raw) : raw;
     total += chunk.length;
-    if (total > options.maxTotalBytes) throw new UploadLimitExceeded(`the upload exceeds ${options.maxTotalBytes} bytes`);
+    if (total > limits.maxTotalBytes) throw new UploadLimitExceeded('bytes');
     let start = 0;
     for (let at = chunk.indexOf(NEWLINE); at !== -1; at = chunk.indexOf(NEWLINE, start)) {
-      take(chunk.subarray(start, at));
-      const line = finish();
-      if (line) yield line;
+      if (at === start && size === 0) {
+        skipBlank();
+      } else {
+        take(chunk.subarray(start, at));
+        const line = finish();
+        if (line) yield line;
+      }
       start = at + 1;
     }
     take(chunk.subarray(start));
   }
-  const last = finish();
-  if (last) yield last;
+  if (size > 0) {
+    const last = finish();
+    if (last) yield last;
+  }
 
   function take(piece: Buffer): void {
     if (piece.length === 0) return;
     size += piece.length;
     if (overflow) return;
-    if (size > options.maxLineBytes) {
+    if (size > limits.maxLineBytes) {
       overflow = true;
       parts = [];
       return;
@@ -55,9 +76,18 @@ export async function* ndjsonLines(
   }
 }
 
+/** The line held in `parts`, or null for a blank one. */
+function lineOf(parts: Buffer[], size: number, overflow: boolean): Line | null {
+  if (overflow) return { kind: 'too_long', bytes: size };
+  if (blank(parts)) return null;
+  const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+  return isUtf8(bytes) ? { kind: 'text', text: bytes.toString('utf8') } : { kind: 'not_utf8' };
+}
+
 function blank(parts: Buffer[]): boolean {
   for (const part of parts) {
-    for (const byte of part) {
+    for (let i = 0; i < part.length; i += 1) {
+      const byte = part[i];
       if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) return false;
     }
   }
