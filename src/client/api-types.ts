@@ -614,7 +614,7 @@ export interface components {
             external_account_number: string;
             /** @description Code of a payment vendor registered by the service team. */
             vendor: string;
-            /** @description The instruction's reference at the vendor (for a stripe vendor, a PaymentMethod id). */
+            /** @description The instruction's reference at the vendor (for a stripe vendor, a PaymentMethod id): 1-255 letters, digits, "-", ".", "_" or "~", not only dots. */
             reference: string;
             /**
              * @description Kind of instruction: CARD, DIRECT_DEBIT, BANK_TRANSFER.

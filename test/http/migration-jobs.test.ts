@@ -66,9 +66,9 @@ async function jobEvents(id: string) {
   return rows;
 }
 
-async function createVendor(): Promise<string> {
+async function createVendor(secret?: string): Promise<string> {
   const code = unique('VEND');
-  await admin.createVendor(db, code, { kind: 'http', url: vendor.url, timeoutMs: 2000 });
+  await admin.createVendor(db, code, { kind: 'http', url: vendor.url, secret, timeoutMs: 2000 });
   return code;
 }
 
@@ -286,6 +286,27 @@ describe('running a job', () => {
     assert.deepEqual([line.outcome, line.created, line.service_account_number, line.dry_run], ['succeeded', false, null, true]);
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM accounts WHERE external_account_number = ${account.external_account_number}`.execute(db);
     assert.equal(rows[0]!.n, 0);
+  });
+
+  test('a payment instruction reference that would change the vendor path fails at its step; the secret never leaves', async () => {
+    const tenant = await createTenant(t);
+    const secret = unique('sk_job');
+    const vendorCode = await createVendor(secret);
+    const references = ['..', '.', '%2e%2e', 'a/b', 'a%2fb', '?x', '#x', 'a\\b'];
+    for (const reference of references) vendor.set(reference, 'found');
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, references.map((reference) =>
+      ({ account: accountPayload(tenant.supplier), payment_instruction: { vendor: vendorCode, reference, type: 'CARD' } })));
+    await action(tenant, job.id, 'start');
+    const done = await finished(tenant, job.id);
+    assert.deepEqual(done.counts, { ...ZERO, total: references.length, failed: references.length });
+    const lines = await resultsOf(tenant, job.id);
+    for (const line of lines) {
+      assert.deepEqual([line.outcome, line.step, line.errors], ['failed', 'payment_instruction',
+        [{ code: 'invalid', attr: 'payment_instruction.reference', detail: 'This value has an invalid format.' }]]);
+      assert.equal(await rowsOf('payment_instructions', line.service_account_number), 0);
+    }
+    assert.deepEqual(vendor.requests.filter((r) => r.authorization === `Bearer ${secret}`), []);
   });
 
   test('a transient failure is retried, then fails with its code', async () => {
