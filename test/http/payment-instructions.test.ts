@@ -150,6 +150,21 @@ describe('POST payment-instruction/create/: one active instruction per account',
     assert.equal((await storedFor(account.accountId)).length, 1);
   });
 
+  test('the same vendor and reference with another type: 400 conflict at type, the stored one kept', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('found');
+    assert.equal((await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference, 'CARD'))).status, 201);
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference, 'DIRECT_DEBIT'));
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json, {
+      detail: 'Items of this request were imported before with other content; only an exact repeat is accepted as already existing.',
+      code: 'conflict',
+      errors: [{ code: 'conflict', attr: 'type', detail: `Payment instruction "${reference}" exists with type CARD; this request sends DIRECT_DEBIT.` }],
+    });
+    assert.equal(fake.hits(reference), 1);
+    assert.deepEqual((await storedFor(account.accountId)).map((r) => r.type), ['CARD']);
+  });
+
   test('a different instruction while one is active: 400 active_payment_instruction_exists', async () => {
     const { tenant, account, vendor } = await setup();
     const first = referenceWith('found');
