@@ -192,7 +192,7 @@ export interface paths {
         put?: never;
         /**
          * Import financial transactions onto an imported account
-         * @description All or nothing per batch. Dedupe by transaction_id per account. A transaction dated before the open statement period (which starts the day after the latest historical statement) is moved to its first day with a description and a pinned note, or fails the batch when force_add_to_current_statement=false. A batch that would take the account balance past ±99999999999999.99 fails with account_balance_out_of_range.
+         * @description All or nothing per batch. Dedupe by transaction_id per account: only an exact repeat is TRANSACTION_ALREADY_EXISTS; a known transaction_id with another amount, date or field is 400 conflict. A transaction dated before the open statement period (which starts the day after the latest historical statement) is moved to its first day with a description and a pinned note, or fails the batch when force_add_to_current_statement=false. A batch that would take the account balance past ±99999999999999.99 fails with account_balance_out_of_range.
          */
         post: operations["importTransactions"];
         delete?: never;
@@ -212,7 +212,7 @@ export interface paths {
         put?: never;
         /**
          * Import historical statements onto an imported account
-         * @description Answers 201 with the validated data. Idempotent by statement_id: the same statement again changes nothing; a known statement_id with different data is 400 `duplicate`. Periods of one account do not overlap (400 `statement_period_overlap`). The latest statement closes the statement periods: transactions are then dated from the day after its bill_period_to_date.
+         * @description Answers 201 with the validated data. Idempotent by statement_id: the same statement again changes nothing; a known statement_id with other data is 400 `conflict`, naming each differing field. Periods of one account do not overlap (400 `statement_period_overlap`). The latest statement closes the statement periods: transactions are then dated from the day after its bill_period_to_date.
          */
         post: operations["importStatements"];
         delete?: never;
@@ -232,7 +232,7 @@ export interface paths {
         put?: never;
         /**
          * Import the payment instruction of an imported account
-         * @description Verifies the instruction with the payment vendor, then stores its non-sensitive details as the account's one active instruction. Re-posting the same vendor and reference answers 201 again and stores nothing new; a different instruction while one is active is 400 active_payment_instruction_exists. Vendor outcomes: not found → 400 payment_instruction_not_found; refused for good → 400 payment_vendor_rejected (do not retry as is); unreachable, timing out or failing after retries → 500 payment_vendor_unavailable (retry as is). The example needs a payment vendor `demo-pay` registered by the service team; a fresh service has none.
+         * @description Verifies the instruction with the payment vendor, then stores its non-sensitive details as the account's one active instruction. Re-posting the same vendor, reference and type answers 201 again and stores nothing new (another type is 400 conflict at type); a different instruction while one is active is 400 active_payment_instruction_exists. Vendor outcomes: not found → 400 payment_instruction_not_found; refused for good → 400 payment_vendor_rejected (do not retry as is); unreachable, timing out or failing after retries → 500 payment_vendor_unavailable (retry as is). The example needs a payment vendor `demo-pay` registered by the service team; a fresh service has none.
          */
         post: operations["importPaymentInstruction"];
         delete?: never;
@@ -614,7 +614,7 @@ export interface components {
             external_account_number: string;
             /** @description Code of a payment vendor registered by the service team. */
             vendor: string;
-            /** @description The instruction's reference at the vendor (for a stripe vendor, a PaymentMethod id). */
+            /** @description The instruction's reference at the vendor (for a stripe vendor, a PaymentMethod id): 1-255 letters, digits, "-", ".", "_" or "~", not only dots. */
             reference: string;
             /**
              * @description Kind of instruction: CARD, DIRECT_DEBIT, BANK_TRANSFER.
@@ -1317,7 +1317,7 @@ export interface components {
              * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31. Not before bill_period_from_date (`invalid_date_range`).
              */
             bill_period_to_date: string;
-            /** @description Unique per account; a repeat with the same data changes nothing */
+            /** @description Unique per account; a repeat with the same data changes nothing, with other data it is 400 `conflict` */
             statement_id: string;
             /**
              * Format: date
@@ -3072,7 +3072,7 @@ export interface operations {
                     "application/json": components["schemas"]["ImportTransactionsResult"];
                 };
             };
-            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `TRANSACTION_IMPORT_ERROR`, `account_balance_out_of_range`. Nothing of the batch is stored. `TRANSACTION_IMPORT_ERROR` (a transaction added before, with check_previously_added=false; or dated in a closed statement period, with force_add_to_current_statement=false) adds `status`, `error_detail` and the failing `transaction_data`. */
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `TRANSACTION_IMPORT_ERROR`, `account_balance_out_of_range`, `conflict`. Nothing of the batch is stored. `TRANSACTION_IMPORT_ERROR` (a transaction added before, with check_previously_added=false; or dated in a closed statement period, with force_add_to_current_statement=false) adds `status`, `error_detail` and the failing `transaction_data`. `conflict`: a transaction added before is sent with other content; `errors` has a `conflict` item at each differing field (`transactions.N.amount`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3258,7 +3258,7 @@ export interface operations {
                     "application/json": components["schemas"]["ImportStatementsRequest"];
                 };
             };
-            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `statement_period_overlap`. A known statement_id with different data is `invalid`, with `duplicate` at its statement_id in `errors`. */
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `statement_period_overlap`, `conflict`. A known statement_id with other data is `conflict`, with a `conflict` item at each differing field (`statements.N.gross_amount`) in `errors`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3416,7 +3416,7 @@ export interface operations {
                     "application/json": components["schemas"]["PaymentInstructionResult"];
                 };
             };
-            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `payment_vendor_not_found`, `payment_instruction_not_found`, `payment_vendor_rejected`, `active_payment_instruction_exists`. */
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `payment_vendor_not_found`, `payment_instruction_not_found`, `payment_vendor_rejected`, `active_payment_instruction_exists`, `conflict`. */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -13,6 +13,8 @@ export const ERROR_CODES = [
   // 400: imported data (D8, D9)
   'TRANSACTION_IMPORT_ERROR', 'account_balance_out_of_range', 'statement_period_overlap', 'payment_instruction_not_found',
   'payment_vendor_rejected', 'payment_vendor_not_found', 'active_payment_instruction_exists',
+  // 400: a history item sent again under its identifier with other content (core/conflicts.ts)
+  'conflict',
   // 400: migration jobs (D11)
   'migration_job_not_open', 'migration_job_empty', 'migration_job_finished', 'migration_job_not_finished', 'migration_job_too_large',
   // 401
@@ -35,7 +37,7 @@ export function statusFor(code: ErrorCode): number {
     case 'account_import_in_progress': case 'operations_team_not_found': case 'supply_point_already_registered':
     case 'dry_run_rolled_back': case 'TRANSACTION_IMPORT_ERROR': case 'account_balance_out_of_range': case 'statement_period_overlap':
     case 'payment_instruction_not_found': case 'payment_vendor_rejected': case 'payment_vendor_not_found':
-    case 'active_payment_instruction_exists':
+    case 'active_payment_instruction_exists': case 'conflict':
     case 'migration_job_not_open': case 'migration_job_empty': case 'migration_job_finished':
     case 'migration_job_not_finished': case 'migration_job_too_large':
       return 400;

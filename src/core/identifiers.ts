@@ -7,3 +7,12 @@
  */
 export const PATH_SAFE_PATTERN =
   '^(?!\\.{1,2}$)(?:[^\\s/\\p{Cc}\\p{Cf}](?:[^/\\p{Cc}\\p{Cf}]*[^\\s/\\p{Cc}\\p{Cf}])?)?$';
+
+/**
+ * A payment instruction's reference at its vendor: it becomes one segment of the vendor's URL path
+ * (`/payment-instructions/{reference}`), sent with the vendor's secret. Only RFC 3986 unreserved
+ * characters (letters, digits, `-`, `.`, `_`, `~`), which no client or server decodes or rewrites, and
+ * not only dots: `.` and `..` are path segments that a URL resolves away (`..` asked the vendor's `/`),
+ * and `%`, `/`, `\`, `?`, `#` and anything else could name another path after some decoding.
+ */
+export const VENDOR_REFERENCE_PATTERN = '^(?!\\.+$)[A-Za-z0-9._~-]+$';

@@ -11,13 +11,6 @@ export const Text = (maxLength: number, options: Record<string, unknown> = {}) =
 export const RequiredText = (maxLength: number, options: Record<string, unknown> = {}) =>
   Type.String({ minLength: 1, maxLength, ...options });
 
-/** No surrounding white space and no control characters (C0 or DEL), for values that go into another system's URLs. */
-const TRIMMED_PATTERN = '^[^\\s\\x00-\\x1f\\x7f](?:[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f])?$';
-
-/** Non-empty text without surrounding white space or control characters (`invalid`). */
-export const TrimmedText = (maxLength: number, options: Record<string, unknown> = {}) =>
-  Type.String({ minLength: 1, maxLength, pattern: TRIMMED_PATTERN, ...options });
-
 /** `string | null`, as one `type: ['string', 'null']` so errors stay those of the string. */
 export const NullableText = (maxLength: number, description?: string): TUnsafe<string | null> =>
   Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength, ...(description ? { description } : {}) });

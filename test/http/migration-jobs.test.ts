@@ -66,9 +66,9 @@ async function jobEvents(id: string) {
   return rows;
 }
 
-async function createVendor(): Promise<string> {
+async function createVendor(secret?: string): Promise<string> {
   const code = unique('VEND');
-  await admin.createVendor(db, code, { kind: 'http', url: vendor.url, timeoutMs: 2000 });
+  await admin.createVendor(db, code, { kind: 'http', url: vendor.url, secret, timeoutMs: 2000 });
   return code;
 }
 
@@ -286,6 +286,62 @@ describe('running a job', () => {
     assert.deepEqual([line.outcome, line.created, line.service_account_number, line.dry_run], ['succeeded', false, null, true]);
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM accounts WHERE external_account_number = ${account.external_account_number}`.execute(db);
     assert.equal(rows[0]!.n, 0);
+  });
+
+  test('a payment instruction reference that would change the vendor path fails at its step; the secret never leaves', async () => {
+    const tenant = await createTenant(t);
+    const secret = unique('sk_job');
+    const vendorCode = await createVendor(secret);
+    const references = ['..', '.', '%2e%2e', 'a/b', 'a%2fb', '?x', '#x', 'a\\b'];
+    for (const reference of references) vendor.set(reference, 'found');
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, references.map((reference) =>
+      ({ account: accountPayload(tenant.supplier), payment_instruction: { vendor: vendorCode, reference, type: 'CARD' } })));
+    await action(tenant, job.id, 'start');
+    const done = await finished(tenant, job.id);
+    assert.deepEqual(done.counts, { ...ZERO, total: references.length, failed: references.length });
+    const lines = await resultsOf(tenant, job.id);
+    for (const line of lines) {
+      assert.deepEqual([line.outcome, line.step, line.errors], ['failed', 'payment_instruction',
+        [{ code: 'invalid', attr: 'payment_instruction.reference', detail: 'This value has an invalid format.' }]]);
+      assert.equal(await rowsOf('payment_instructions', line.service_account_number), 0);
+    }
+    assert.deepEqual(vendor.requests.filter((r) => r.authorization === `Bearer ${secret}`), []);
+  });
+
+  test('history sent again with other content fails the record at that step with conflict items', async () => {
+    const tenant = await createTenant(t);
+    const vendorCode = await createVendor();
+    const reference = unique('PI');
+    vendor.set(reference, 'found');
+    const [a, b, c] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+    const s1 = statement('S-1', '2024-01-01', '2024-01-31');
+    const first = [
+      { account: a, transactions: [charge('SAME-1', { amount: 10 })] },
+      { account: b, statements: [s1] },
+      { account: c, payment_instruction: { vendor: vendorCode, reference, type: 'CARD' } },
+    ];
+    const second = [
+      { account: a, transactions: [charge('NEW-1'), charge('SAME-1', { amount: 25.5 })] },
+      { account: b, statements: [{ ...s1, gross_amount: 99 }] },
+      { account: c, payment_instruction: { vendor: vendorCode, reference, type: 'BANK_TRANSFER' } },
+    ];
+    for (const [records, outcome] of [[first, 'succeeded'], [first, 'succeeded'], [second, 'failed']] as const) {
+      const job = await newJob(tenant);
+      await upload(tenant, job.id, [...records]);
+      await action(tenant, job.id, 'start');
+      await finished(tenant, job.id);
+      const lines = await resultsOf(tenant, job.id);
+      assert.deepEqual(lines.map((l) => l.outcome), [outcome, outcome, outcome], JSON.stringify(lines));
+      if (outcome === 'failed') {
+        assert.deepEqual(lines.map((l) => [l.step, l.errors]), [
+          ['transactions', [{ code: 'conflict', attr: 'transactions.1.amount', detail: 'Transaction "SAME-1" exists with amount 10.00; this request sends 25.50.' }]],
+          ['statements', [{ code: 'conflict', attr: 'statements.0.gross_amount', detail: 'Statement "S-1" exists with gross_amount 120.50; this request sends 99.00.' }]],
+          ['payment_instruction', [{ code: 'conflict', attr: 'payment_instruction.type', detail: `Payment instruction "${reference}" exists with type CARD; this request sends BANK_TRANSFER.` }]],
+        ]);
+        assert.equal(await rowsOf('transactions', lines[0].service_account_number), 1, 'NEW-1 is not stored: the batch is refused whole');
+      }
+    }
   });
 
   test('a transient failure is retried, then fails with its code', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { insertImportedAccount, insertStagedOnly } from '../support/accounts.ts';
+import { createVendorClient } from '../../src/modules/payment-instructions/vendors/vendor-factory.ts';
 import { closedPortUrl, startFakeVendor, type Behaviour } from '../support/fake-vendor.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -70,15 +71,15 @@ describe('POST payment-instruction/create/: the vendor knows the instruction', (
     assert.doesNotMatch(JSON.stringify(row), /4242424242424242|4242 4242 4242 4242|GB33BUKB|55555555|"123"/);
   });
 
-  test('GET with the reference URL-encoded, and the Bearer secret only when one is set', async () => {
+  test('GET /payment-instructions/<reference>, and the Bearer secret only when one is set', async () => {
     const { tenant, account, vendor } = await setup();
     for (const [vendorCode, authorization] of [[vendor, 'Bearer s3cret'], [await createVendor(), undefined]] as const) {
-      const reference = `${unique('ref')}/with space`;
+      const reference = `${unique('ref')}.v2_A~b`;
       fake.set(reference, 'found');
       const other = vendorCode === vendor ? account : await insertImportedAccount(t, tenant);
       assert.equal((await post(tenant, bodyFor(tenant, other.externalAccountNumber, vendorCode, reference))).status, 201);
       assert.deepEqual(fake.requests.filter((r) => r.reference === reference),
-        [{ path: `/payment-instructions/${encodeURIComponent(reference)}`, reference, authorization }]);
+        [{ path: `/payment-instructions/${reference}`, reference, authorization }]);
     }
   });
 
@@ -147,6 +148,21 @@ describe('POST payment-instruction/create/: one active instruction per account',
     assert.deepEqual(again.json, { service_account_number: account.serviceAccountNumber, reference });
     assert.equal(fake.hits(reference), 1);
     assert.equal((await storedFor(account.accountId)).length, 1);
+  });
+
+  test('the same vendor and reference with another type: 400 conflict at type, the stored one kept', async () => {
+    const { tenant, account, vendor } = await setup();
+    const reference = referenceWith('found');
+    assert.equal((await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference, 'CARD'))).status, 201);
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference, 'DIRECT_DEBIT'));
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json, {
+      detail: 'Items of this request were imported before with other content; only an exact repeat is accepted as already existing.',
+      code: 'conflict',
+      errors: [{ code: 'conflict', attr: 'type', detail: `Payment instruction "${reference}" exists with type CARD; this request sends DIRECT_DEBIT.` }],
+    });
+    assert.equal(fake.hits(reference), 1);
+    assert.deepEqual((await storedFor(account.accountId)).map((r) => r.type), ['CARD']);
   });
 
   test('a different instruction while one is active: 400 active_payment_instruction_exists', async () => {
@@ -238,6 +254,56 @@ describe('POST payment-instruction/create/: validation', () => {
       { detail: 'This field may not be null.', code: 'null', attr: 'vendor' },
       { detail: 'This value has an invalid format.', code: 'invalid', attr: 'reference' },
     ] });
+  });
+});
+
+// The reference is one segment of the vendor's URL path, and the request carries the vendor's secret:
+// `..` made the service GET the vendor's `/` with it, `.` its `/payment-instructions/` (stored as the
+// instruction when answered). Each vendor here has a secret of its own, so "never sent" is checked on
+// every request the fake received, whatever its path. Beyond the dot segments and what decodes to a
+// `/`, `?` or `#`, anything outside the unreserved characters is refused too (a server may decode it,
+// or fold the full-width solidus to `/`).
+const UNSENDABLE_REFERENCES = ['..', '.', '...', '%2e%2e', '.%2E', '%2e', 'a/b', '/', 'a%2fb', '?x', '#x', 'a\\b', '..\\', 'a b', 'a;b', 'ａ／ｂ'];
+
+describe('POST payment-instruction/create/: references that would change the vendor path', () => {
+  for (const kind of ['http', 'stripe'] as const) {
+    test(`${kind}: 400 invalid at reference for each such reference; the secret never leaves`, async () => {
+      const secret = unique('sk_path');
+      const { tenant, account, vendor } = await setup({ kind, secret });
+      for (const reference of UNSENDABLE_REFERENCES) {
+        fake.set(reference, 'found');
+        const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+        assert.equal(res.status, 400, reference);
+        assert.deepEqual(res.json, { detail: 'The request failed validation.', code: 'invalid',
+          errors: [{ detail: 'This value has an invalid format.', code: 'invalid', attr: 'reference' }] }, reference);
+      }
+      assert.deepEqual(fake.requests.filter((r) => r.authorization === `Bearer ${secret}`), []);
+      assert.equal((await storedFor(account.accountId)).length, 0);
+    });
+  }
+
+  test('a good reference still reaches /payment-instructions/<reference> with the secret', async () => {
+    const secret = unique('sk_path');
+    const { tenant, account, vendor } = await setup({ secret });
+    const reference = `pm_${unique('1Ab').replace('-', '.')}~x`;
+    fake.set(reference, 'found');
+    assert.equal((await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference))).status, 201);
+    assert.deepEqual(fake.requests.filter((r) => r.authorization === `Bearer ${secret}`),
+      [{ path: `/payment-instructions/${reference}`, reference, authorization: `Bearer ${secret}` }]);
+  });
+
+  test('the vendor clients themselves refuse them, whoever calls: rejected, no request made', async () => {
+    for (const kind of ['http', 'stripe'] as const) {
+      const secret = unique('sk_client');
+      const [row] = await t.store.db.selectFrom('payment_vendors').selectAll().where('code', '=', await createVendor({ kind, secret })).execute();
+      const client = createVendorClient(row!);
+      for (const reference of UNSENDABLE_REFERENCES) {
+        const result = await client.fetchInstruction(reference);
+        assert.deepEqual(result, { outcome: 'rejected',
+          detail: `The reference cannot be sent to payment vendor "${row!.code}": it must be one URL path segment.` }, reference);
+      }
+      assert.deepEqual(fake.requests.filter((r) => r.authorization === `Bearer ${secret}`), []);
+    }
   });
 });
 

@@ -43,7 +43,7 @@ describe('POST historical-statements/create/', () => {
     ]);
   });
 
-  test('idempotent by statement_id: the same statement again changes nothing; changed data is refused', async () => {
+  test('idempotent by statement_id: the same statement again changes nothing; other data is 400 conflict at each differing field', async () => {
     const { tenant, account } = await setup();
     const s1 = statement('S1', '2024-01-01', '2024-01-31');
     assert.equal((await post(tenant, account.externalAccountNumber, [s1])).status, 201);
@@ -51,13 +51,33 @@ describe('POST historical-statements/create/', () => {
     assert.equal(again.status, 201);
     assert.equal((await stored(account.accountId)).length, 2);
 
-    const changed = await post(tenant, account.externalAccountNumber, [{ ...s1, gross_amount: 99 }, statement('S3', '2024-03-01', '2024-03-31')]);
+    const changed = await post(tenant, account.externalAccountNumber, [
+      { ...s1, gross_amount: 99, number: 'No-S1 (reissued)', statement_path: undefined }, statement('S3', '2024-03-01', '2024-03-31'),
+    ]);
     assert.equal(changed.status, 400);
     assert.deepEqual(changed.json, {
-      detail: 'The request failed validation.', code: 'invalid',
-      errors: [{ detail: changed.json.errors[0].detail, code: 'duplicate', attr: 'statements.0.statement_id' }],
+      detail: 'Items of this request were imported before with other content; only an exact repeat is accepted as already existing.',
+      code: 'conflict',
+      errors: [
+        { code: 'conflict', attr: 'statements.0.number', detail: 'Statement "S1" exists with number No-S1; this request sends "No-S1 (reissued)".' },
+        { code: 'conflict', attr: 'statements.0.gross_amount', detail: 'Statement "S1" exists with gross_amount 120.50; this request sends 99.00.' },
+        { code: 'conflict', attr: 'statements.0.statement_path', detail: 'Statement "S1" exists with statement_path "statements/S1.pdf"; this request sends none.' },
+      ],
     });
     assert.equal((await stored(account.accountId)).length, 2, 'all or nothing: S3 is not stored');
+  });
+
+  test('a conflict beside an overlap: conflict, with both items', async () => {
+    const { tenant, account } = await setup();
+    const s1 = statement('S1', '2024-01-01', '2024-01-31');
+    assert.equal((await post(tenant, account.externalAccountNumber, [s1])).status, 201);
+    const res = await post(tenant, account.externalAccountNumber, [statement('S2', '2024-01-15', '2024-02-15'), { ...s1, issued_date: '2024-02-01' }]);
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 'conflict');
+    assert.deepEqual(res.json.errors.map((e: any) => [e.attr, e.code]), [
+      ['statements.0.bill_period_from_date', 'statement_period_overlap'],
+      ['statements.1.issued_date', 'conflict'],
+    ]);
   });
 
   test('overlapping periods, with stored statements or within the request, are statement_period_overlap', async () => {

@@ -149,10 +149,10 @@ describe('POST transactions/create/: each type', () => {
 });
 
 describe('POST transactions/create/: dedupe and all or nothing', () => {
-  test('a repeated transaction_id is TRANSACTION_ALREADY_EXISTS and is not stored twice', async () => {
+  test('an exact repeat of a transaction_id is TRANSACTION_ALREADY_EXISTS and is not stored twice', async () => {
     const { tenant, account } = await setup();
     assert.equal((await post(tenant, account.externalAccountNumber, [charge('A')])).status, 201);
-    const res = await post(tenant, account.externalAccountNumber, [charge('A', { amount: 50 }), charge('B')]);
+    const res = await post(tenant, account.externalAccountNumber, [charge('A'), charge('B')]);
     assert.equal(res.status, 201);
     assert.deepEqual(res.json.results, [
       { status: 'TRANSACTION_ALREADY_EXISTS', transaction_data: { transaction_id: 'A', transaction_date: '2024-03-01', amount: '12.30', type: 'CHARGE', reason: 'IMPORTED_CHARGE' } },
@@ -180,6 +180,62 @@ describe('POST transactions/create/: dedupe and all or nothing', () => {
     const res = await post(tenant, account.externalAccountNumber, [charge('A'), charge('B')], '?check_previously_added=false');
     assert.equal(res.status, 201);
     assert.equal((await storedRows(account.accountId)).length, 2);
+  });
+});
+
+describe('POST transactions/create/: a transaction_id sent again with other content', () => {
+  const CONFLICT = 'Items of this request were imported before with other content; only an exact repeat is accepted as already existing.';
+
+  test('another amount: 400 conflict at its amount, the whole batch refused, the stored one kept', async () => {
+    const { tenant, account } = await setup();
+    assert.equal((await post(tenant, account.externalAccountNumber, [charge('SAME-1', { amount: 10 })])).status, 201);
+    const res = await post(tenant, account.externalAccountNumber, [charge('NEW-1'), charge('SAME-1', { amount: 25.5 })]);
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json, { detail: CONFLICT, code: 'conflict', errors: [
+      { code: 'conflict', attr: 'transactions.1.amount', detail: 'Transaction "SAME-1" exists with amount 10.00; this request sends 25.50.' },
+    ] });
+    assert.deepEqual((await storedRows(account.accountId)).map((r) => [r.transaction_id, r.amount]), [['SAME-1', '10.00']]);
+  });
+
+  test('each differing field is named: date, type-specific fields, notes, line items (keys in any order are the same)', async () => {
+    const { tenant, account } = await setup();
+    const payment = { transaction_id: 'P-1', transaction_date: '2024-03-03', amount: 40.05, type: 'PAYMENT', reason: 'ACCOUNT_CHARGE_PAYMENT', reference: 'DD-1', payment_type: 'DD_REGULAR_COLLECTION' };
+    const line = { rate_band: 'STANDARD', start_date: '2024-02-01', end_date: '2024-02-29', number_of_units: 100.5, net_amount: 95.23, price_per_unit: 0.2845 };
+    const supply = { transaction_id: 'SC-1', transaction_date: '2024-03-05', amount: 99.99, type: 'SUPPLY_CHARGE', line_items: [line] };
+    assert.equal((await post(tenant, account.externalAccountNumber, [payment, supply, charge('C-1')])).status, 201);
+
+    const reordered = { ...supply, line_items: [Object.fromEntries(Object.entries(line).reverse())] };
+    const again = await post(tenant, account.externalAccountNumber, [payment, reordered, charge('C-1', { amount: 12.30 })]);
+    assert.equal(again.status, 201, again.body);
+    assert.deepEqual(again.json.results.map((r: any) => r.status), Array(3).fill('TRANSACTION_ALREADY_EXISTS'));
+
+    const res = await post(tenant, account.externalAccountNumber, [
+      { ...payment, transaction_date: '2024-03-04', reference: 'DD-2', payment_type: undefined },
+      { ...supply, line_items: [{ ...line, net_amount: 95.24 }] },
+      charge('C-1', { note: 'Added later' }),
+    ]);
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json, { detail: CONFLICT, code: 'conflict', errors: [
+      { code: 'conflict', attr: 'transactions.0.transaction_date', detail: 'Transaction "P-1" exists with transaction_date 2024-03-03; this request sends 2024-03-04.' },
+      { code: 'conflict', attr: 'transactions.0.reference', detail: 'Transaction "P-1" exists with reference DD-1; this request sends DD-2.' },
+      { code: 'conflict', attr: 'transactions.0.payment_type', detail: 'Transaction "P-1" exists with payment_type DD_REGULAR_COLLECTION; this request sends none.' },
+      { code: 'conflict', attr: 'transactions.1.line_items', detail: 'Transaction "SC-1" exists with other line_items than this request sends.' },
+      { code: 'conflict', attr: 'transactions.2.note', detail: 'Transaction "C-1" exists without note; this request sends "Added later".' },
+    ] });
+    assert.equal((await storedRows(account.accountId)).length, 3);
+  });
+
+  test('a transaction moved into the open period repeats with the date it was sent with', async () => {
+    const { tenant, account } = await setup();
+    await addStatement(account.accountId, '2024-01-01', '2024-01-31');
+    const old = charge('OLD', { transaction_date: '2024-01-15' });
+    assert.equal((await post(tenant, account.externalAccountNumber, [old])).status, 201);
+    const again = await post(tenant, account.externalAccountNumber, [old]);
+    assert.equal(again.status, 201);
+    assert.equal(again.json.results[0].status, 'TRANSACTION_ALREADY_EXISTS');
+    const moved = await post(tenant, account.externalAccountNumber, [{ ...old, transaction_date: '2024-02-01' }]);
+    assert.deepEqual(moved.json.errors, [{ code: 'conflict', attr: 'transactions.0.transaction_date',
+      detail: 'Transaction "OLD" exists with transaction_date 2024-01-15; this request sends 2024-02-01.' }]);
   });
 });
 

@@ -5,6 +5,8 @@ import { after } from 'node:test';
 // A local payment vendor for tests, on 127.0.0.1 and a free port. It speaks both protocols:
 // the D9 `http` kind (GET /payment-instructions/:reference) and the Stripe API's
 // GET /v1/payment_methods/:id. What it answers is set per reference; unknown references are 404.
+// Every request is recorded, on a route or not, with its path exactly as sent (before any `..` is
+// resolved) and its Authorization header, so a test can prove where a vendor's secret went.
 export type Behaviour =
   | 'found' // 200 with the instruction, including sensitive fields the service must drop
   | 'not_found' // 404
@@ -14,7 +16,13 @@ export type Behaviour =
   | 'flaky' // 500 twice, then as 'found'
   | 'malformed'; // 200 with a body that breaks the protocol
 
-export interface FakeRequest { path: string; reference: string; authorization: string | undefined }
+export interface FakeRequest {
+  /** The request target as sent, query included. */
+  path: string;
+  /** The decoded reference, or null for a request on no route of the protocols. */
+  reference: string | null;
+  authorization: string | undefined;
+}
 
 export interface FakeVendor {
   url: string;
@@ -32,9 +40,10 @@ export async function startFakeVendor(): Promise<FakeVendor> {
     const http = /^\/payment-instructions\/([^/]+)$/.exec(url.pathname);
     const stripe = /^\/v1\/payment_methods\/([^/]+)$/.exec(url.pathname);
     const match = http ?? stripe;
-    if (req.method !== 'GET' || !match) return send(res, 404, { error: 'no such route' });
-    const reference = decodeURIComponent(match[1]!);
-    requests.push({ path: url.pathname, reference, authorization: req.headers.authorization });
+    const routed = req.method === 'GET' && match !== null;
+    const reference = routed ? decodeURIComponent(match[1]!) : null;
+    requests.push({ path: req.url ?? '', reference, authorization: req.headers.authorization });
+    if (reference === null) return send(res, 404, { error: 'no such route' });
     let behaviour = behaviours.get(reference) ?? 'not_found';
     if (behaviour === 'flaky') behaviour = requests.filter((r) => r.reference === reference).length <= 2 ? 'error' : 'found';
     answer(res, req, behaviour, reference, stripe !== null);

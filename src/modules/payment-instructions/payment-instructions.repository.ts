@@ -10,7 +10,7 @@ export function findVendorByCode(db: Db, code: string) {
 }
 
 export function findActiveInstruction(db: Db, accountId: number) {
-  return db.selectFrom('payment_instructions').select(['id', 'vendor_id', 'reference'])
+  return db.selectFrom('payment_instructions').select(['id', 'vendor_id', 'reference', 'type'])
     .where('account_id', '=', accountId).where('active', '=', true)
     .executeTakeFirst();
 }

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Choice } from '../../schemas/choice.ts';
-import { ExternalAccountNumber, ImportSupplierCode } from '../../schemas/identifiers.ts';
-import { RequiredText, TrimmedText } from '../../schemas/text.ts';
+import { ExternalAccountNumber, ImportSupplierCode, VendorReference } from '../../schemas/identifiers.ts';
+import { RequiredText } from '../../schemas/text.ts';
 
 // Wire shapes of POST /v1/data-import/payment-instruction/create/ (spec 2.7, 4.7; D8, D9).
 
@@ -12,8 +12,8 @@ export const CreatePaymentInstructionBody = Type.Object({
   import_supplier: ImportSupplierCode,
   external_account_number: ExternalAccountNumber,
   vendor: RequiredText(64, { description: 'Code of a payment vendor registered by the service team.' }),
-  // The reference goes into a vendor URL path.
-  reference: TrimmedText(255, { description: "The instruction's reference at the vendor (for a stripe vendor, a PaymentMethod id)." }),
+  // Sent to the vendor as one segment of a URL path, with the vendor's secret.
+  reference: VendorReference,
   type: Choice(PAYMENT_INSTRUCTION_TYPES, `Kind of instruction: ${PAYMENT_INSTRUCTION_TYPES.join(', ')}.`),
 }, { $id: 'PaymentInstruction', additionalProperties: false, description: 'How the account pays: an instruction held by a payment vendor, named by its reference there.' });
 export type CreatePaymentInstructionBody = Static<typeof CreatePaymentInstructionBody>;

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError } from '../../core/errors.ts';
+import { conflictError, differences } from '../../core/conflicts.ts';
 import { findImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
 import { recordEvent } from '../events/events.repository.ts';
@@ -30,8 +31,8 @@ export async function createPaymentInstruction(
     supplierId: supplier.id, type: 'post_import.completed' as const, externalAccountNumber: body.external_account_number,
     data: { kind: 'payment_instruction' as const, added, already_existing: 1 - added },
   });
-  const alreadyStored = async (active: { vendor_id: number; reference: string }) => {
-    const same = sameOrConflict(active, vendor.id, body.reference, reply);
+  const alreadyStored = async (active: ActiveInstruction) => {
+    const same = sameOrConflict(active, vendor.id, body, reply);
     await db.transaction().execute((trx) => recordEvent(trx, event(0)));
     return same;
   };
@@ -66,9 +67,19 @@ export async function createPaymentInstruction(
   return alreadyStored(winner);
 }
 
+type ActiveInstruction = { vendor_id: number; reference: string; type: string };
+
+/**
+ * The account's active instruction is this one (the same vendor and reference) or another one. This
+ * one sent again is already existing only when it is an exact repeat: another `type` is a `conflict`.
+ */
 function sameOrConflict(
-  active: { vendor_id: number; reference: string }, vendorId: number, reference: string, reply: CreatePaymentInstructionReply,
+  active: ActiveInstruction, vendorId: number, body: CreatePaymentInstructionBody, reply: CreatePaymentInstructionReply,
 ): CreatePaymentInstructionReply {
-  if (active.vendor_id === vendorId && active.reference === reference) return reply;
-  throw new AppError('active_payment_instruction_exists', 'The account already has an active payment instruction with another vendor or reference.');
+  if (active.vendor_id !== vendorId || active.reference !== body.reference) {
+    throw new AppError('active_payment_instruction_exists', 'The account already has an active payment instruction with another vendor or reference.');
+  }
+  const errors = differences(`Payment instruction "${body.reference}"`, '', [{ name: 'type', stored: active.type, sent: body.type }]);
+  if (errors.length > 0) throw conflictError(errors);
+  return reply;
 }

@@ -19,7 +19,7 @@ const STATEMENT_RULES = {
 export const StatementItem = Type.Object({
   bill_period_from_date: DateString,
   bill_period_to_date: Type.String({ ...DateString, description: `${DateString.description} Not before bill_period_from_date (\`invalid_date_range\`).` }),
-  statement_id: RequiredText(100, { description: 'Unique per account; a repeat with the same data changes nothing' }),
+  statement_id: RequiredText(100, { description: 'Unique per account; a repeat with the same data changes nothing, with other data it is 400 `conflict`' }),
   issued_date: DateString,
   number: RequiredText(100),
   gross_amount: SignedAmount,

@@ -2,11 +2,12 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
+import { conflictError, differences } from '../../core/conflicts.ts';
 import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
 import { recordEventsWith } from '../events/events.repository.ts';
-import { decimalString, moneyString } from '../../schemas/money.ts';
+import { decimalString } from '../../schemas/money.ts';
 import type { CreateStatementsBody, StatementItem } from './statements.schemas.ts';
 import { findStatements, statementsInsert, type StatementRow } from './statements.repository.ts';
 
@@ -15,8 +16,8 @@ interface Period { id: string; from: string; to: string }
 /**
  * Imports historical statements (spec 4.6, D8), all or nothing, holding the account row. A
  * statement_id already on the account with the same data changes nothing (idempotent re-post); with
- * different data it is refused (`duplicate` at its statement_id): statements are issued documents
- * and are not edited through an import. A new statement's period must not overlap any other of the
+ * other data it is refused (400 `conflict`, an item at each differing field): statements are issued
+ * documents and are not edited through an import. A new statement's period must not overlap any other of the
  * account, stored or in the same request (`statement_period_overlap` at its bill_period_from_date).
  * Answers the validated data.
  */
@@ -33,9 +34,7 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
     body.statements.forEach((item, index) => {
       const known = byId.get(item.statement_id);
       if (known) {
-        if (!sameStatement(known, item)) {
-          errors.push({ code: 'duplicate', attr: `statements.${index}.statement_id`, detail: `Statement "${item.statement_id}" was imported before with different data; statements cannot be changed.` });
-        }
+        errors.push(...statementDifferences(known, item, index));
         return;
       }
       const [from, to] = [dayNumber(item.bill_period_from_date), dayNumber(item.bill_period_to_date)];
@@ -50,12 +49,8 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
       fresh.push(item);
     });
 
-    if (errors.length > 0) {
-      const overlapsOnly = errors.every((e) => e.code === 'statement_period_overlap');
-      throw overlapsOnly
-        ? new AppError('statement_period_overlap', errors[0]!.detail, { errors })
-        : new AppError('invalid', 'The request failed validation.', { errors });
-    }
+    if (errors.some((e) => e.code === 'conflict')) throw conflictError(errors);
+    if (errors.length > 0) throw new AppError('statement_period_overlap', errors[0]!.detail, { errors });
     await recordEventsWith(trx, [{
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'statements', added: fresh.length, already_existing: body.statements.length - fresh.length },
@@ -73,11 +68,13 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
   return body;
 }
 
-function sameStatement(row: StatementRow, item: StatementItem): boolean {
-  return row.bill_period_from_date === item.bill_period_from_date
-    && row.bill_period_to_date === item.bill_period_to_date
-    && row.issued_date === item.issued_date
-    && row.number === item.number
-    && row.gross_amount === moneyString(item.gross_amount)
-    && row.statement_path === (item.statement_path ?? null);
+function statementDifferences(row: StatementRow, item: StatementItem, index: number): FieldError[] {
+  return differences(`Statement "${item.statement_id}"`, `statements.${index}`, [
+    { name: 'bill_period_from_date', stored: row.bill_period_from_date, sent: item.bill_period_from_date },
+    { name: 'bill_period_to_date', stored: row.bill_period_to_date, sent: item.bill_period_to_date },
+    { name: 'issued_date', stored: row.issued_date, sent: item.issued_date },
+    { name: 'number', stored: row.number, sent: item.number },
+    { name: 'gross_amount', stored: row.gross_amount, sent: decimalString(item.gross_amount), as: 'money' },
+    { name: 'statement_path', stored: row.statement_path, sent: item.statement_path },
+  ]);
 }

@@ -15,7 +15,8 @@ export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { d
       tags: ['Imported data'],
       operationId: 'importTransactions',
       summary: 'Import financial transactions onto an imported account',
-      description: 'All or nothing per batch. Dedupe by transaction_id per account. A transaction dated before the open '
+      description: 'All or nothing per batch. Dedupe by transaction_id per account: only an exact repeat is '
+        + 'TRANSACTION_ALREADY_EXISTS; a known transaction_id with another amount, date or field is 400 conflict. A transaction dated before the open '
         + 'statement period (which starts the day after the latest historical statement) is moved to its first day '
         + 'with a description and a pinned note, or fails the batch when force_add_to_current_statement=false. '
         + 'A batch that would take the account balance past ±99999999999999.99 fails with account_balance_out_of_range.',
@@ -24,12 +25,13 @@ export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { d
       requestExample: IMPORT_TRANSACTIONS,
       response: {
         201: answer(CreateTransactionsResponse, 'Every transaction was added, or found added before.', TRANSACTION_RESULTS),
-        400: refusal(['invalid', 'parse_error', 'import_supplier_not_found', 'TRANSACTION_IMPORT_ERROR', 'account_balance_out_of_range'],
+        400: refusal(['invalid', 'parse_error', 'import_supplier_not_found', 'TRANSACTION_IMPORT_ERROR', 'account_balance_out_of_range', 'conflict'],
           TRANSACTION_REFUSED, {
             schema: TransactionImportError,
             note: 'Nothing of the batch is stored. `TRANSACTION_IMPORT_ERROR` (a transaction added before, with check_previously_added=false; '
               + 'or dated in a closed statement period, with force_add_to_current_statement=false) adds `status`, `error_detail` and '
-              + 'the failing `transaction_data`.',
+              + 'the failing `transaction_data`. `conflict`: a transaction added before is sent with other content; `errors` has '
+              + 'a `conflict` item at each differing field (`transactions.N.amount`).',
           }),
         404: refusal(['account_not_found'], { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', errors: [
           { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', attr: 'external_account_number' }] }, { note: 'The account is not imported (or was never staged).' }),

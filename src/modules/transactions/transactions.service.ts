@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
-import { AppError } from '../../core/errors.ts';
+import { AppError, type FieldError } from '../../core/errors.ts';
+import { conflictError, differences, type ComparedField } from '../../core/conflicts.ts';
 import { dayNumber } from '../../core/dates.ts';
 import { lockImportedAccount } from '../accounts/imported-account.ts';
 import type { Caller } from '../../core/caller.ts';
@@ -22,6 +23,8 @@ const NOTE_LISTS_AT_MOST = 20;
 /**
  * Imports a batch of transactions onto an account (spec 4.5, D8): all or nothing, in one database
  * transaction that holds the account row, so concurrent identical batches add each transaction once.
+ * A transaction_id found on the account is TRANSACTION_ALREADY_EXISTS only when everything sent is what
+ * was stored; otherwise the batch is a 400 `conflict` naming each differing field.
  */
 export async function importTransactions(
   db: Kysely<Database>, caller: Caller, body: CreateTransactionsBody, options: ImportOptions,
@@ -34,6 +37,12 @@ export async function importTransactions(
     const batch = body.transactions.map((item) => ({ transaction_id: item.transaction_id, amount: decimalString(item.amount), type: item.type }));
     const { periodStart, existing: found, overflow } = await readUnderAccountLock(trx, account.id, ids, batch);
     const existing = new Map(found.map((row) => [row.transaction_id, row]));
+    // Only an exact repeat is already existing; one sent again with other content is refused whole.
+    const conflicts = body.transactions.flatMap((item, index) => {
+      const before = existing.get(item.transaction_id);
+      return before ? transactionDifferences(before, item, index) : [];
+    });
+    if (conflicts.length > 0) throw conflictError(conflicts);
 
     const rows: NewTransactionValues[] = [];
     const moved: Array<{ id: string; from: string }> = [];
@@ -107,6 +116,19 @@ function toRow(item: TransactionItem, date: string, description: string | null):
     tax_items: 'tax_items' in item && item.tax_items ? item.tax_items : null,
     description,
   };
+}
+
+/** The fields of a transaction as the client sent them, besides its date and amount. */
+const COMPARED_FIELDS = ['type', 'reason', 'display_note', 'note', 'reference', 'payment_type', 'product_code', 'line_items', 'tax_items'] as const;
+
+function transactionDifferences(row: TransactionRow, item: TransactionItem, index: number): FieldError[] {
+  const sent = toRow(item, item.transaction_date, null);
+  return differences(`Transaction "${item.transaction_id}"`, `transactions.${index}`, [
+    // A transaction moved into the open statement period keeps the date it was sent with.
+    { name: 'transaction_date', stored: row.original_date ?? row.transaction_date, sent: sent.transaction_date },
+    { name: 'amount', stored: row.amount, sent: sent.amount, as: 'money' },
+    ...COMPARED_FIELDS.map((name): ComparedField => ({ name, stored: row[name], sent: sent[name], as: name.endsWith('_items') ? 'json' : 'value' })),
+  ]);
 }
 
 /** A stored transaction as answered: optional fields left out when empty (spec 2.1). */

@@ -1,5 +1,5 @@
 import { stripSensitive } from './sensitive-details.ts';
-import { unavailable, type PaymentVendor, type PaymentVendorClient, type VendorInstruction } from './vendor.ts';
+import { referenceSegment, unavailable, unsendableReference, type PaymentVendor, type PaymentVendorClient, type VendorInstruction } from './vendor.ts';
 
 // Kind `http` (D9): GET {url}/payment-instructions/{reference}, `Authorization: Bearer {secret}` when a
 // secret is set. 200 + JSON object with reference, type and status: found. 404: not found. Other 4xx:
@@ -10,7 +10,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 export function createHttpVendorClient(vendor: PaymentVendor): PaymentVendorClient {
   return {
     async fetchInstruction(reference: string): Promise<VendorInstruction> {
-      const url = `${vendor.url}/payment-instructions/${encodeURIComponent(reference)}`;
+      const url = instructionUrl(vendor, reference);
+      if (!url) return unsendableReference(vendor);
       const headers: Record<string, string> = { accept: 'application/json' };
       if (vendor.secret) headers.authorization = `Bearer ${vendor.secret}`;
       const signal = AbortSignal.timeout(vendor.timeout_ms);
@@ -33,6 +34,17 @@ export function createHttpVendorClient(vendor: PaymentVendor): PaymentVendorClie
       return parseFound(vendor, text);
     },
   };
+}
+
+/**
+ * The instruction's URL, or null unless the reference stays the last path segment once the URL is
+ * parsed (fetch resolves `.` and `..` segments, so `..` would have asked the vendor's root).
+ */
+function instructionUrl(vendor: PaymentVendor, reference: string): URL | null {
+  const segment = referenceSegment(reference);
+  if (segment === null) return null;
+  const url = new URL(`${vendor.url}/payment-instructions/${segment}`);
+  return url.pathname.endsWith(`/payment-instructions/${segment}`) && !url.search && !url.hash ? url : null;
 }
 
 function classifyStatus(vendor: PaymentVendor, status: number): VendorInstruction {

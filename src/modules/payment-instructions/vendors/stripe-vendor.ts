@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { unavailable, type PaymentVendor, type PaymentVendorClient, type VendorInstruction } from './vendor.ts';
+import { referenceSegment, unavailable, unsendableReference, type PaymentVendor, type PaymentVendorClient, type VendorInstruction } from './vendor.ts';
 
 // Kind `stripe`: the reference is a Stripe PaymentMethod id (pm_…), fetched with the official SDK.
 // The vendor's secret is the API key; its url gives only scheme, host and port (https://api.stripe.com
@@ -30,6 +30,8 @@ export function createStripeVendorClient(vendor: PaymentVendor): PaymentVendorCl
   return {
     async fetchInstruction(reference: string): Promise<VendorInstruction> {
       if (!stripe) return { outcome: 'rejected', detail: `Payment vendor "${vendor.code}" has no API key configured.` };
+      // The SDK encodes the id but sends `.` and `..` as they are, for the server to resolve.
+      if (referenceSegment(reference) === null) return unsendableReference(vendor);
       try {
         return found(await stripe.paymentMethods.retrieve(reference));
       } catch (error) {

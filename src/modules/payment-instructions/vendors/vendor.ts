@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { PaymentVendorsTable } from '../../../db/schema.ts';
+import { VENDOR_REFERENCE_PATTERN } from '../../../core/identifiers.ts';
 
 // The one seam between the service and the payment vendors (D9). Each kind (http, stripe, …)
 // implements PaymentVendorClient; the service only ever sees a VendorInstruction.
@@ -23,3 +24,21 @@ export interface PaymentVendorClient {
 }
 
 export const unavailable = (detail: string, transient = true): VendorInstruction => ({ outcome: 'unavailable', detail, transient });
+
+const REFERENCE = new RegExp(VENDOR_REFERENCE_PATTERN, 'u');
+
+/**
+ * The reference as exactly one URL path segment, or null when it cannot be one. The request schema
+ * already refuses such references; this is the last check before the vendor's secret goes out, so a
+ * caller that skipped the schema still cannot make a client ask the vendor for another path.
+ */
+export function referenceSegment(reference: string): string | null {
+  if (!REFERENCE.test(reference)) return null;
+  const segment = encodeURIComponent(reference);
+  return /^(?:\.|%2e)+$/i.test(segment) ? null : segment;
+}
+
+/** The answer for a reference that cannot be sent: the vendor is not asked. */
+export const unsendableReference = (vendor: PaymentVendor): VendorInstruction => ({
+  outcome: 'rejected', detail: `The reference cannot be sent to payment vendor "${vendor.code}": it must be one URL path segment.`,
+});
