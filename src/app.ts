@@ -109,7 +109,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
 
   await registerOpenApi(app);
 
-  registerDomainMetrics(registerMetrics(app), store.db);
+  registerDomainMetrics(registerMetrics(app, config.metricsToken), store.db);
   registerDashboard(app);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
