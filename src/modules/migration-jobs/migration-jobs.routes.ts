@@ -5,6 +5,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { AppError } from '../../core/errors.ts';
 import { exemptFromRequestDeadline } from '../../http/request-deadline.ts';
+import { compileRequestValidator } from '../../http/validator-compiler.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
 import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/account-data.examples.ts';
@@ -122,7 +123,8 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin,
         415: refusal(['unsupported_media_type'], { detail: 'Upload records as application/x-ndjson, one record per line.', code: 'unsupported_media_type' }),
       },
     },
-    validatorCompiler: () => () => true,
+    // The body is a stream the handler reads itself; the job id is judged as on every route.
+    validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compileRequestValidator(route)),
     // Runs after the auth guard: only an authenticated upload outlives REQUEST_TIMEOUT_MS.
     onRequest: (request, _reply, done) => {
       exemptFromRequestDeadline(request);
