@@ -170,7 +170,8 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin,
     schema: {
       tags: TAGS, operationId: 'listMigrationJobRecords', summary: 'Record results in line order (NDJSON, or CSV)',
       description: 'An `application/x-ndjson` stream of record results, one per line; with `Accept: text/csv`, CSV with a header row: '
-        + 'line, external_account_number, outcome, step, service_account_number, error_code, error_attr, error_detail, error_count (first error only).',
+        + 'line, external_account_number, outcome, step, service_account_number, error_code, error_attr, error_detail, error_count (first error only). '
+        + 'A CSV text cell beginning with `=`, `+`, `-`, `@`, tab or carriage return is written with a leading `\'` (no formula runs when a spreadsheet opens it).',
       params: JobPathParams,
       querystring: RecordsQuery,
       response: {
