@@ -6,18 +6,17 @@ import type { Store } from './db/store.ts';
 import { graphqlRoutes } from './graphql/graphql.routes.ts';
 import { authenticate, authGuard, isGuardedPath } from './http/auth.ts';
 import { registerBodyReading } from './http/body-encoding.ts';
-import { handleClientError, handleFrameworkError, MAX_PATH_PARAM_LENGTH, registerErrorHandling } from './http/error-handler.ts';
+import { handleClientError, handleFrameworkError, registerErrorHandling, ROUTER_MAX_PARAM_LENGTH } from './http/error-handler.ts';
 import { RequestLog } from './http/request-log.ts';
 import { registerShutdownAnswers, sendDraining, type Readiness } from './http/shutdown.ts';
 import { AppError } from './core/errors.ts';
-import { queryBooleanReader } from './http/query-booleans.ts';
 import { trackRoutes } from './http/method-not-allowed.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerDashboard } from './http/dashboard.ts';
 import { registerDomainMetrics } from './http/domain-metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import type { RouteDeps } from './http/route-deps.ts';
-import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from './core/validation.ts';
+import { compileRequestValidator } from './http/validator-compiler.ts';
 import { accountDataRoutes } from './modules/account-data/account-data.routes.ts';
 import { accountImportsRoutes } from './modules/account-imports/account-imports.routes.ts';
 import { createStagingWriter, type StagingWriter } from './modules/account-imports/staging-writer.ts';
@@ -65,13 +64,13 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
       connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(config.headersTimeoutMs, config.requestTimeoutMs) / 4))),
     },
     clientErrorHandler: handleClientError,
-    // Routing errors (bad percent-escapes, over-long path parameters) and requests arriving while
-    // the server closes are answered in the one error body (error-handler.ts, http/shutdown.ts).
+    // Routing errors (bad percent-escapes) and requests arriving while the server closes are
+    // answered in the one error body (error-handler.ts, http/shutdown.ts).
     frameworkErrors: handleFrameworkError,
     return503OnClosing: false,
     // One line per request, with the route, the error code and the subject (http/request-log.ts).
     logController: new RequestLog(),
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: ROUTER_MAX_PARAM_LENGTH },
   });
   // Bodies are JSON only (D4): without this, Fastify's built-in text/plain parser would accept a
   // text body and fail it as a validation error instead of answering 415.
@@ -83,17 +82,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
     void reply.header('x-request-id', request.id);
   });
 
-  // One validator for the whole app (validation.ts): bodies strictly, query strings with coercion.
-  app.setValidatorCompiler(({ schema, httpPart }) => {
-    const validate = compileValidator(schema, httpPart === 'body' ? bodyAjv : queryAjv);
-    const code = httpPart === 'body' ? errorCodeOf(schema) : 'invalid';
-    const readBooleans = httpPart === 'querystring' ? queryBooleanReader(schema) : () => {};
-    return (data: unknown) => {
-      readBooleans(data);
-      const errors = validate(data);
-      return errors ? { error: validationError(code, errors) } : { value: data };
-    };
-  });
+  app.setValidatorCompiler(compileRequestValidator);
 
   registerErrorHandling(app);
   const allowedMethods = trackRoutes(app);
@@ -109,7 +98,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
 
   await registerOpenApi(app);
 
-  registerDomainMetrics(registerMetrics(app), store.db);
+  registerDomainMetrics(registerMetrics(app, config.metricsToken), store.db);
   registerDashboard(app);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {

@@ -12,6 +12,8 @@ export interface Config {
   readonly tokenSecret: string | undefined;
   readonly tokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
+  /** The scrape credential for the domain metrics on /metrics (`Authorization: Bearer …`); unset: they are not served. */
+  readonly metricsToken: string | undefined;
   readonly documentsBucket: string;
   readonly emailTransport: 'log' | 'smtp';
   readonly smtpUrl: string | undefined;
@@ -102,6 +104,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const tokenSecret = env.TOKEN_SECRET || undefined;
   if (tokenSecret && tokenSecret.length < 32) problems.push('TOKEN_SECRET must be at least 32 characters');
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  if (metricsToken && !/^[\x21-\x7e]{32,}$/.test(metricsToken)) {
+    problems.push('METRICS_TOKEN must be at least 32 printable characters without spaces');
+  }
   const emailTransport = (env.EMAIL_TRANSPORT || 'log') as Config['emailTransport'];
   if (!['log', 'smtp'].includes(emailTransport)) problems.push(`EMAIL_TRANSPORT must be log or smtp, got "${emailTransport}"`);
   const logLevel = env.LOG_LEVEL || 'info';
@@ -124,6 +130,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenSecret,
     tokenTtlSeconds: int('TOKEN_TTL_SECONDS', 60 * 60, 1, 30 * 24 * 3600),
     refreshTokenTtlSeconds: int('REFRESH_TOKEN_TTL_SECONDS', 7 * 24 * 3600, 1, 365 * 24 * 3600),
+    metricsToken,
     documentsBucket: env.DOCUMENTS_BUCKET || 's3://account-migration-documents',
     emailTransport,
     smtpUrl: env.SMTP_URL || undefined,

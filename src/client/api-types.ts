@@ -334,7 +334,7 @@ export interface paths {
         };
         /**
          * Record results in line order (NDJSON, or CSV)
-         * @description An `application/x-ndjson` stream of record results, one per line; with `Accept: text/csv`, CSV with a header row: line, external_account_number, outcome, step, service_account_number, error_code, error_attr, error_detail, error_count (first error only).
+         * @description An `application/x-ndjson` stream of record results, one per line; with `Accept: text/csv`, CSV with a header row: line, external_account_number, outcome, step, service_account_number, error_code, error_attr, error_detail, error_count (first error only). A CSV text cell beginning with `=`, `+`, `-`, `@`, tab or carriage return is written with a leading `'` (no formula runs when a spreadsheet opens it).
          */
         get: operations["listMigrationJobRecords"];
         put?: never;

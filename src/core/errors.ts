@@ -19,8 +19,8 @@ export const ERROR_CODES = [
   'migration_job_not_open', 'migration_job_empty', 'migration_job_finished', 'migration_job_not_finished', 'migration_job_too_large',
   // 401
   'not_authenticated', 'authentication_failed', 'token_expired',
-  // 404, 405, 413, 414, 415, 429
-  'not_found', 'account_not_found', 'method_not_allowed', 'payload_too_large', 'uri_too_long', 'unsupported_media_type',
+  // 404, 405, 413, 415, 429
+  'not_found', 'account_not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type',
   'concurrency_limit_exceeded', 'too_many_requests',
   // socket-level (the request never reached a route), and a records upload that stalled: 408, 431
   'request_timeout', 'request_header_fields_too_large',
@@ -49,8 +49,6 @@ export function statusFor(code: ErrorCode): number {
       return 405;
     case 'payload_too_large':
       return 413;
-    case 'uri_too_long':
-      return 414;
     case 'unsupported_media_type':
       return 415;
     case 'concurrency_limit_exceeded': case 'too_many_requests':

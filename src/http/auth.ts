@@ -47,7 +47,8 @@ export function callerOf(request: FastifyRequest): Caller {
   return request.caller;
 }
 
-function authorizationHeaderCount(rawHeaders: string[]): number {
+/** How many Authorization headers the request carried (Node keeps only the first in `headers`). */
+export function authorizationHeaderCount(rawHeaders: string[]): number {
   let count = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (rawHeaders[i]!.length === 13 && rawHeaders[i]!.toLowerCase() === 'authorization') count += 1;

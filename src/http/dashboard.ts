@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { setPageHeaders } from './page-headers.ts';
 
 // GET /dashboard/ (D14): a static page and its scripts, outside the /v1 token guard (the page signs
 // in itself, at /graphql, and calls the documented JSON endpoints with the token in a header).
@@ -36,11 +37,8 @@ export function registerDashboard(app: FastifyInstance): void {
   const send = (name: string, reply: FastifyReply) => {
     const file = files.get(name);
     if (!file) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
-    return reply
+    return setPageHeaders(reply, DASHBOARD_CSP)
       .type(file.type)
-      .header('content-security-policy', DASHBOARD_CSP)
-      .header('x-content-type-options', 'nosniff')
-      .header('referrer-policy', 'no-referrer')
       // The page holds nothing secret, but the answers of the API it calls do: never cache those (they
       // carry no-store of their own); the page itself is revalidated so a deploy shows at once.
       .header('cache-control', 'no-cache')

@@ -8,6 +8,7 @@ import { ACCOUNT_LOCK_SPACE, SLOT_LOCK_SPACE } from '../modules/account-imports/
 // scrape time (collect), so every instance reports the same truth however many run and whichever
 // restarted; per-process figures (vendor latency) are histograms kept in core/process-metrics.ts.
 // Each scrape costs a few indexed queries (those of the stats endpoint, for every supplier at once).
+// Served only to the scrape credential (METRICS_TOKEN, http/metrics.ts): the labels name tenants' suppliers.
 
 type Db = Kysely<Database>;
 

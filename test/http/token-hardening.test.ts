@@ -31,6 +31,14 @@ function rawGet(path: string, authorization: string[]): Promise<{ status: number
   });
 }
 
+/** The token's own claims with other dates (`undefined` leaves a claim out), signed with the service's key. */
+async function resign(token: string, dates: { iat: number | undefined; exp: number }): Promise<string> {
+  const { value } = await t.store.db.selectFrom('settings').select('value').where('name', '=', 'token_signing_key').executeTakeFirstOrThrow();
+  const { iat: _iat, exp: _exp, ...claims } = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString());
+  const jwt = new SignJWT({ ...claims, ...(dates.iat === undefined ? {} : { iat: dates.iat }) }).setProtectedHeader({ alg: 'HS256' });
+  return jwt.setExpirationTime(dates.exp).sign(new TextEncoder().encode(value));
+}
+
 describe('token hardening', () => {
   test('a correctly signed access token without exp is 401 authentication_failed', async () => {
     const tenant = await createTenant(t);
@@ -44,6 +52,43 @@ describe('token hardening', () => {
     const res = await call(t.app, 'GET', `${PROBE}/suppliers/${tenant.supplier}/`, { token: forever });
     assert.equal(res.status, 401);
     assert.deepEqual(res.json, { detail: 'Invalid or revoked credentials.', code: 'authentication_failed' });
+  });
+
+  test('correctly signed tokens with odd dates: exp beyond the lifetime from iat, iat in the future, no iat: 401 authentication_failed', async () => {
+    const tenant = await createTenant(t);
+    const now = Math.floor(Date.now() / 1000);
+    const ttl = t.config.tokenTtlSeconds;
+    const probe = (token: string) => call(t.app, 'GET', `${PROBE}/suppliers/${tenant.supplier}/`, { token });
+    const accepted = [
+      ['the lifetime exactly', { iat: now, exp: now + ttl }],
+      ['issued 30 s ahead (clock skew)', { iat: now + 30, exp: now + 30 + ttl }],
+      ['a shorter life', { iat: now - 10, exp: now + 60 }],
+    ] as const;
+    for (const [name, dates] of accepted) assert.equal((await probe(await resign(tenant.token, dates))).status, 200, name);
+    const refused = [
+      ['expiring in 100 years', { iat: now, exp: now + 100 * 365 * 86_400 }],
+      ['one second over the lifetime', { iat: now, exp: now + ttl + 1 }],
+      ['issued an hour ahead', { iat: now + 3600, exp: now + 3600 + ttl }],
+      ['issued 2 minutes ahead', { iat: now + 120, exp: now + 120 }],
+      ['no iat', { iat: undefined, exp: now + 600 }],
+    ] as const;
+    for (const [name, dates] of refused) {
+      const res = await probe(await resign(tenant.token, dates));
+      assert.deepEqual([res.status, res.json], [401, { detail: 'Invalid or revoked credentials.', code: 'authentication_failed' }], name);
+    }
+  });
+
+  test('a refresh token with odd dates is refused by obtainToken, and the token stays unused', async () => {
+    const tenant = await createTenant(t);
+    const now = Math.floor(Date.now() / 1000);
+    const ttl = t.config.refreshTokenTtlSeconds;
+    for (const dates of [{ iat: now, exp: now + 100 * 365 * 86_400 }, { iat: now + 3600, exp: now + 3600 + 600 }, { iat: undefined, exp: now + 600 }]) {
+      const pair = await withKey(tenant.apiKey);
+      assertRefused(await withRefresh(await resign(pair.refreshToken, dates)));
+      assert.deepEqual((await familyRows(pair.refreshToken)).map((r) => [r.used_at, r.revoked_at]), [[null, null]], JSON.stringify(dates));
+      assert.notEqual((await withRefresh(await resign(pair.refreshToken, { iat: now, exp: now + ttl }))).data.obtainToken, null,
+        'the same token with its own lifetime is taken');
+    }
   });
 
   test('two Authorization headers: 400, whether the first or the second is the good one', async () => {

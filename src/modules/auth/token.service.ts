@@ -17,6 +17,8 @@ import { insertRefreshToken, revokeFamily, useRefreshToken } from './refresh-tok
 // store (migration 008), so that rotation and reuse detection hold across instances.
 const SIGNING_KEY_SETTING = 'token_signing_key';
 const ISSUER = 'account-migration-import';
+/** How far ahead of this instance's clock another instance's clock may be when it signs a token. */
+const CLOCK_SKEW_SECONDS = 60;
 
 export interface TokenPair { token: string; expiresIn: number; refreshToken: string; refreshExpiresIn: number }
 
@@ -36,13 +38,14 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
   // the request's own turn, not an asynchronous WebCrypto job per request.
   const secret = options.tokenSecret ?? await storedSigningKey(db);
   const signToken = createSigner({ key: secret, algorithm: 'HS256' });
-  // A token without `exp` would be valid forever: the claim is required. A client sends the same
-  // token with every request for up to an hour, so fast-jwt keeps the tokens it verified (an LRU of
-  // 10,000 keyed by the token's hash, each entry until the token's own `exp` or 10 minutes): checking
+  // A token without `exp` would be valid forever: the claim is required, and `iat` with it (the
+  // lifetime is measured from it: datesPlausible below). A client sends the same token with every
+  // request for up to an hour, so fast-jwt keeps the tokens it verified (an LRU of 10,000 keyed by
+  // the token's hash, each entry until the token's own `exp` or 10 minutes): checking
   // the signature and decoding the claims again each time was about 7% of validate-account's CPU.
   // Only what the signature proves is kept; the key's state is looked up on every request below, so
   // a revocation still cuts its tokens off at once.
-  const verifyToken = createVerifier({ key: secret, algorithms: ['HS256'], allowedIss: ISSUER, requiredClaims: ['exp'], cache: 10_000 });
+  const verifyToken = createVerifier({ key: secret, algorithms: ['HS256'], allowedIss: ISSUER, requiredClaims: ['exp', 'iat'], cache: 10_000 });
   const failed = () => new AppError('authentication_failed', 'Invalid or revoked credentials.');
 
   // Each refresh token is a row (refresh-tokens.repository.ts) in a family that starts at an API key:
@@ -63,7 +66,7 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
   }
 
   async function verify(token: string, typ: 'access' | 'refresh'): Promise<Identity & { jti: string | undefined }> {
-    let payload: { typ?: unknown; key?: unknown; sub?: unknown; jti?: string };
+    let payload: { typ?: unknown; key?: unknown; sub?: unknown; jti?: string; iat?: unknown; exp?: unknown };
     try {
       payload = verifyToken(token);
     } catch (error) {
@@ -73,6 +76,7 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
       throw failed();
     }
     if (payload.typ !== typ || typeof payload.key !== 'number') throw failed();
+    if (!datesPlausible(payload, typ === 'access' ? options.tokenTtlSeconds : options.refreshTokenTtlSeconds)) throw failed();
     const key = await directory.activeKey(payload.key);
     if (!key || String(key.organisation_id) !== payload.sub) throw failed();
     return { organisationId: key.organisation_id, apiKeyId: key.id, jti: payload.jti };
@@ -102,6 +106,18 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
       return { organisationId, apiKeyId, findSupplier: (code) => directory.supplier(organisationId, code) };
     },
   };
+}
+
+/**
+ * A token this service signed lives exactly its configured lifetime from `iat`, and was issued no
+ * later than now (give or take another instance's clock). A correctly signed token that claims more
+ * (an `exp` a century away, an `iat` in the future) was not made by `issue`: the signing key leaked,
+ * or a lifetime was shortened since. fast-jwt checks only that `exp` has not passed.
+ */
+function datesPlausible(payload: { iat?: unknown; exp?: unknown }, lifetimeSeconds: number): boolean {
+  const { iat, exp } = payload;
+  if (typeof iat !== 'number' || typeof exp !== 'number') return false;
+  return iat <= Date.now() / 1000 + CLOCK_SKEW_SECONDS && exp - iat <= lifetimeSeconds;
 }
 
 async function storedSigningKey(db: Kysely<Database>): Promise<string> {

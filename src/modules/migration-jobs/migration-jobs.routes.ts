@@ -4,6 +4,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { AppError } from '../../core/errors.ts';
 import { exemptFromRequestDeadline } from '../../http/request-deadline.ts';
+import { compileRequestValidator } from '../../http/validator-compiler.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
 import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/account-data.examples.ts';
@@ -128,7 +129,8 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin,
         415: refusal(['unsupported_media_type'], { detail: 'Upload records as application/x-ndjson, one record per line.', code: 'unsupported_media_type' }),
       },
     },
-    validatorCompiler: () => () => true,
+    // The body is a stream the handler reads itself; the job id is judged as on every route.
+    validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compileRequestValidator(route)),
     // Runs after the auth guard: only an authenticated upload outlives REQUEST_TIMEOUT_MS.
     onRequest: (request, _reply, done) => {
       exemptFromRequestDeadline(request);
@@ -174,7 +176,8 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin,
     schema: {
       tags: TAGS, operationId: 'listMigrationJobRecords', summary: 'Record results in line order (NDJSON, or CSV)',
       description: 'An `application/x-ndjson` stream of record results, one per line; with `Accept: text/csv`, CSV with a header row: '
-        + 'line, external_account_number, outcome, step, service_account_number, error_code, error_attr, error_detail, error_count (first error only).',
+        + 'line, external_account_number, outcome, step, service_account_number, error_code, error_attr, error_detail, error_count (first error only). '
+        + 'A CSV text cell beginning with `=`, `+`, `-`, `@`, tab or carriage return is written with a leading `\'` (no formula runs when a spreadsheet opens it).',
       params: JobPathParams,
       querystring: RecordsQuery,
       response: {

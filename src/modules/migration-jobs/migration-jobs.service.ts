@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
+import { csvCell } from '../../core/csv.ts';
 import { AppError } from '../../core/errors.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
@@ -321,10 +322,4 @@ function csvRow(r: RecordResult): string {
   const cells = [r.line, r.external_account_number, r.outcome, r.step, r.service_account_number,
     first?.code, first?.attr, first?.detail, r.errors.length];
   return `${cells.map(csvCell).join(',')}\r\n`;
-}
-
-function csvCell(value: string | number | null | undefined): string {
-  if (value === null || value === undefined) return '';
-  const text = String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
