@@ -10,7 +10,7 @@ import { createTokenService, type TokenService } from '../../src/modules/auth/to
 import { createStagingWriter } from '../../src/modules/account-imports/staging-writer.ts';
 import { openDirectory, type Directory } from '../../src/core/directory.ts';
 import type { JobQueue } from '../../src/queue/queue.ts';
-import { openQueue, startWorkers } from '../../src/workers.ts';
+import { openQueue, startWorkers, type WorkerLogger } from '../../src/workers.ts';
 import { isolatedDatabaseUrl } from './imports.ts';
 
 // One store and one app per test file (PGlite takes seconds to start). The store is an in-memory
@@ -37,7 +37,7 @@ const quiet = { info() {}, warn() {}, error() {} };
  * Workers run only when the test asks for them with WORKER_CONCURRENCY (tests of the outbox drive
  * delivery themselves); the queue is always open, since creates enqueue on it.
  */
-export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function buildTestApp(env: Record<string, string> = {}, options: { workerLogger?: WorkerLogger } = {}): Promise<TestApp> {
   const databaseUrl = env.DATABASE_URL ?? (process.env.DATABASE_URL ? await isolatedDatabaseUrl() : '');
   const config = loadConfig({ DEMO_SEED: 'false', ...env, DATABASE_URL: databaseUrl });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 50 });
@@ -47,7 +47,7 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
   const queue = await openQueue(store, quiet, config);
   const staging = createStagingWriter(store);
   const app = await buildApp({ config, store, tokens, queue, staging });
-  const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: quiet, staging }) : null;
+  const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: options.workerLogger ?? quiet, staging }) : null;
   after(async () => {
     await Promise.all([app.close(), workers?.stop()]);
     await queue.stop(1000);

@@ -71,7 +71,7 @@ export async function startMigrationWorkers({ db, staging, queue, config, logger
   db: Kysely<Database>; staging: StagingWriter; queue: JobQueue; config: JobsWorkerConfig; logger: JobsWorkerLogger; concurrency: number;
 }): Promise<{ stop(): Promise<void> }> {
   await defineMigrationQueues(queue, config);
-  const deps: PipelineDeps = { db, staging, queue, processConcurrencyLimit: config.processConcurrencyLimit };
+  const deps: PipelineDeps = { db, staging, queue, processConcurrencyLimit: config.processConcurrencyLimit, log: logger };
   await queue.work<{ job_id: string }>(DISPATCH_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, async (job) => {
     await dispatch(db, queue, job.data.job_id, config);
   });

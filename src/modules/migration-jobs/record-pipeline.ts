@@ -34,6 +34,8 @@ export interface PipelineDeps {
   staging: StagingWriter;
   queue: JobQueue;
   processConcurrencyLimit: number;
+  /** Where a record's unexpected failure goes, with its stack, job and line (the record only says internal_error). */
+  log: { error(obj: object, msg: string): void };
 }
 
 export type RecordRun =
@@ -51,7 +53,11 @@ function validatorFor(schema: object): Validator {
 }
 
 class StepFailure extends Error {
-  constructor(readonly step: RecordStep, readonly errors: RecordError[], readonly transient: boolean) { super(errors[0]?.detail ?? step); }
+  constructor(
+    readonly step: RecordStep, readonly errors: RecordError[], readonly transient: boolean,
+    /** The error nobody expected (a bug, a constraint no rule checks): logged with its stack. */
+    readonly unexpected?: unknown,
+  ) { super(errors[0]?.detail ?? step); }
 }
 
 export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): Promise<RecordRun> {
@@ -132,6 +138,9 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
   } catch (error) {
     if (error instanceof Skipped) return { kind: 'done', outcome: 'skipped', step: null, created: null, serviceAccountNumber: null, errors: [] };
     const failure = error instanceof StepFailure ? error : asStepFailure('account', error, 'account');
+    if (failure.unexpected !== undefined) {
+      deps.log.error({ err: failure.unexpected, job_id: job.id, line: row.line, step: failure.step }, 'migration record failed unexpectedly');
+    }
     return failure.transient
       ? { kind: 'transient', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors }
       : { kind: 'done', outcome: 'failed', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors };
@@ -174,7 +183,7 @@ function asStepFailure(step: RecordStep, error: unknown, prefix: string): StepFa
   if (isStoreUnavailable(error)) {
     return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail: 'The database was unavailable.' }], true);
   }
-  return new StepFailure(step, [{ code: 'internal_error', attr: prefix || step, detail: 'An unexpected error occurred; it has been logged.' }], false);
+  return new StepFailure(step, [{ code: 'internal_error', attr: prefix || step, detail: 'An unexpected error occurred; it has been logged.' }], false, error);
 }
 
 /**
