@@ -575,7 +575,9 @@ describe('serving while a job runs', () => {
     const meanwhile = await getJob(tenant, job.id);
     assert.notEqual(meanwhile.state, 'completed', 'the job was still running when the answer came');
     assert.ok(waited < 2000, `answered after ${waited} ms`);
-    await finished(tenant, job.id, 'completed', 180_000);
+    // The rest of the job proves nothing more: cancelled, so that its records do not slow the tests after it.
+    assert.equal((await action(tenant, job.id, 'cancel')).status, 200);
+    await finished(tenant, job.id, 'cancelled', 60_000);
   });
 });
 
