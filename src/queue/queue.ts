@@ -3,6 +3,7 @@ import PgBoss from 'pg-boss';
 import { isStoreUnavailable } from '../db/errors.ts';
 import type { Database } from '../db/schema.ts';
 import type { Store } from '../db/store.ts';
+import { startSharedWorker, type SharedWorker } from './shared-work.ts';
 
 // The job queue (D11 "Workers"): pg-boss over the store, on PostgreSQL and on the embedded PGlite
 // alike. pg-boss talks to the database only through `executeSql(text, values)`, so it gets an
@@ -46,6 +47,12 @@ export interface WorkOptions {
    * retried) on its own.
    */
   batchSize?: number;
+  /**
+   * The job data's field naming whom a job is for (an organisation). Set, the instance's workers of
+   * the queue are shared out between them, in turn and at most half each while another waits
+   * (shared-work.ts); jobs are then fetched, and completed, one job at a time.
+   */
+  shareBy?: string;
 }
 
 export interface QueueOptions {
@@ -141,11 +148,19 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
   }
   const defined = new Set<string>();
   const inFlight = new Map<string, number>();
+  const shared = new Map<string, SharedWorker>();
+  const settled = async (name: string, until: number) => {
+    while ((inFlight.get(name) ?? 0) > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+  };
 
   const queue: JobQueue = {
     boss,
     async start() { await installing(() => boss.start()); },
     async stop(timeoutMs = 10_000) {
+      const until = Date.now() + timeoutMs;
+      for (const worker of shared.values()) worker.stop();
+      await Promise.all([...shared.keys()].map((name) => settled(name, until)));
+      shared.clear();
       await boss.stop({ graceful: true, wait: true, close: false, timeout: Math.max(1000, timeoutMs) });
     },
     async define(name, policy = {}) {
@@ -182,9 +197,9 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       }));
       await boss.insert(jobs, trx ? { db: adapterFor(trx) } : {});
     },
-    async work<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize = 1 }: WorkOptions, handler: JobHandler<T>) {
+    async work<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize = 1, shareBy }: WorkOptions, handler: JobHandler<T>) {
       const size = Math.max(1, Math.min(batchSize, concurrency));
-      const run = async (job: PgBoss.JobWithMetadata<T>) => {
+      const run = async (job: { id: string; data: T; retryCount: number; retryLimit: number }) => {
         inFlight.set(name, (inFlight.get(name) ?? 0) + 1);
         try {
           await handler({ id: job.id, data: job.data, retryCount: job.retryCount, retryLimit: job.retryLimit });
@@ -192,6 +207,11 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
           inFlight.set(name, (inFlight.get(name) ?? 1) - 1);
         }
       };
+      if (shareBy !== undefined) {
+        shared.set(name, startSharedWorker<T>(boss, store.db, QUEUE_SCHEMA,
+          { name, shareBy, concurrency, batchSize: size, pollingIntervalSeconds }, run, (error) => options.onError?.(error)));
+        return name;
+      }
       // pg-boss 10 hands a worker one batch at a time: `concurrency` jobs are split into workers of `size`.
       for (let taken = 0; taken < concurrency; taken += size) {
         // The last worker takes what is left, so no more than `concurrency` jobs are ever in hand.
@@ -225,9 +245,10 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       return name;
     },
     async offWork(name, timeoutMs = 10_000) {
+      shared.get(name)?.stop();
+      shared.delete(name);
       await boss.offWork(name);
-      const until = Date.now() + timeoutMs;
-      while ((inFlight.get(name) ?? 0) > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+      await settled(name, Date.now() + timeoutMs);
     },
     async schedule(name, cron, data = {}) {
       await boss.schedule(name, cron, data, { tz: 'UTC' });

@@ -603,3 +603,45 @@ describe('the record queue\'s batches', () => {
     }
   });
 });
+
+describe('the record queue\'s shares between organisations', () => {
+  /** A probe queue worked as the record queue is (4 workers, shared by `org`); every job waits for `release`. */
+  async function probe(jobs: Array<{ org: number }>) {
+    const name = unique('share_probe').replace(/-/g, '_');
+    await t.queue.define(name, { retryLimit: 0 });
+    for (const data of jobs) await t.queue.send(name, data);
+    const inHand: number[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => { release = resolve; });
+    await t.queue.work<{ org: number }>(name, { concurrency: 4, batchSize: 2, pollingIntervalSeconds: 0.5, shareBy: 'org' }, async (job) => {
+      inHand.push(job.data.org);
+      await released;
+    });
+    const held = () => Object.fromEntries([...new Set(inHand)].sort().map((org) => [org, inHand.filter((o) => o === org).length]));
+    return { name, inHand, held, stop: async () => { release(); await t.queue.offWork(name); } };
+  }
+
+  test('in turn, and no organisation over half of the workers while another waits', async () => {
+    // Organisation 3 queued last and least, yet one of its jobs is in hand with the first four.
+    const p = await probe([...Array.from({ length: 6 }, () => ({ org: 1 })), ...Array.from({ length: 6 }, () => ({ org: 2 })), { org: 3 }, { org: 3 }]);
+    try {
+      await waitUntil(async () => p.inHand.length >= 4, 'the four workers hold jobs');
+      assert.deepEqual(p.held(), { 1: 2, 2: 1, 3: 1 });
+    } finally {
+      await p.stop();
+    }
+  });
+
+  test('an organisation alone takes all workers but one; that one starts another organisation\'s job at once', async () => {
+    const p = await probe(Array.from({ length: 6 }, () => ({ org: 1 })));
+    try {
+      await waitUntil(async () => p.inHand.length >= 3, 'three workers hold jobs');
+      await t.queue.send(p.name, { org: 2 });
+      // Started while organisation 1's three are still in hand: the fourth worker was kept for it.
+      await waitUntil(async () => p.inHand.includes(2), 'organisation 2\'s job is in hand');
+      assert.deepEqual(p.held(), { 1: 3, 2: 1 });
+    } finally {
+      await p.stop();
+    }
+  });
+});

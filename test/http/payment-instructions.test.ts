@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { insertImportedAccount, insertStagedOnly } from '../support/accounts.ts';
+import { DEFAULT_VENDOR_TIMEOUT_MS, retryPolicyFor, VENDOR_CALL_LIMIT_MS } from '../../src/modules/payment-instructions/vendors/retry.ts';
 import { createVendorClient } from '../../src/modules/payment-instructions/vendors/vendor-factory.ts';
 import { closedPortUrl, startFakeVendor, type Behaviour } from '../support/fake-vendor.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
@@ -358,5 +359,32 @@ describe('kind stripe: PaymentMethods through the official SDK', () => {
     const flaky = referenceWith('flaky');
     assert.equal((await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, flaky))).status, 201);
     assert.equal(fake.hits(flaky), 3);
+  });
+});
+
+describe('a vendor call is bounded as a whole', () => {
+  const vendorRow = (timeoutMs: number) => ({
+    id: 0, code: unique('VEND'), kind: 'http', url: fake.url, secret: null, timeout_ms: timeoutMs, created_at: new Date(),
+  });
+
+  test('a vendor that never answers, with the longest timeout_ms: the call gives up at its limit', async () => {
+    const reference = referenceWith('hang');
+    const limitMs = 600;
+    const started = Date.now();
+    const result = await createVendorClient(vendorRow(120_000), { ...retryPolicyFor(120_000), limitMs }).fetchInstruction(reference);
+    const took = Date.now() - started;
+    assert.equal(result.outcome, 'unavailable');
+    assert.ok(took >= limitMs - 50 && took < limitMs + 1_000, `gave up after ${took} ms`);
+    assert.equal(fake.hits(reference), 1, 'no second try started once the limit was spent');
+  });
+
+  test('every vendor\'s tries and backoff fit in VENDOR_CALL_LIMIT_MS, well under a record\'s 300 s; no timeout_ms: the default', () => {
+    for (const timeoutMs of [1, 200, 5_000, 30_000, 120_000]) {
+      const policy = retryPolicyFor(timeoutMs);
+      assert.equal(policy.limitMs, VENDOR_CALL_LIMIT_MS);
+      assert.equal(policy.timeoutMs, Math.min(timeoutMs, VENDOR_CALL_LIMIT_MS));
+    }
+    for (const missing of [0, -1, null, undefined]) assert.equal(retryPolicyFor(missing).timeoutMs, DEFAULT_VENDOR_TIMEOUT_MS);
+    assert.ok(VENDOR_CALL_LIMIT_MS * 5 <= 300_000, 'a fifth of the default JOB_RECORD_TIMEOUT_SECONDS at most');
   });
 });

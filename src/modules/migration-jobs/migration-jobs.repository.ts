@@ -138,6 +138,13 @@ export async function countInFlight(trx: Transaction<Database>, jobId: string, c
   return rows[0]?.n ?? 0;
 }
 
+/** The organisation the job's records are run for (their share of the workers). */
+export async function organisationOf(trx: Transaction<Database>, jobId: string): Promise<number | undefined> {
+  const { rows } = await sql<{ organisation_id: number }>`SELECT s.organisation_id FROM migration_jobs j
+    JOIN import_suppliers s ON s.id = j.supplier_id WHERE j.id = ${jobId}::uuid`.execute(trx);
+  return rows[0]?.organisation_id;
+}
+
 export async function hasUnsent(trx: Transaction<Database>, jobId: string): Promise<boolean> {
   const { rows } = await sql`SELECT 1 FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' AND NOT enqueued LIMIT 1`.execute(trx);
   return rows.length > 0;

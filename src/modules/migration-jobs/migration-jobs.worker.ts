@@ -11,8 +11,10 @@ import { runRecord, type PipelineDeps } from './record-pipeline.ts';
 // - migration_dispatch {job_id}: keeps up to JOB_DISPATCH_WINDOW of the job's pending records on the
 //   record queue (each record marked `enqueued` with its job, so a crash mid-way resumes where it
 //   was), and comes back while records are left to send;
-// - migration_record {job_id, line}: runs one record (record-pipeline.ts) on any worker of any
-//   instance. Transient failures are retried by the queue with backoff; a worker killed mid-record
+// - migration_record {job_id, line, org}: runs one record (record-pipeline.ts) on any worker of any
+//   instance. An instance's workers are shared out between organisations (`org`, the job's
+//   organisation): in turn, and none holds more than half of them while another has records waiting
+//   (queue/shared-work.ts), so one organisation's records stuck on a vendor do not stall the others'. Transient failures are retried by the queue with backoff; a worker killed mid-record
 //   leaves the queue job active until it expires, then it runs again and the record is claimed again;
 // - migration_window {job_id}: at not_after, cancels the records not started.
 
@@ -29,10 +31,13 @@ export const RECORD_KEYS = ['account', 'statements', 'transactions', 'notes', 'p
 const TOP_UP_AFTER_MS = 500;
 const RECHECK_FULL_AFTER_MS = 2000;
 /**
- * Record jobs a worker fetches (and completes) together, run at once: fewer of the queue's own
- * statements per record. Small, since a batch's worker waits for its slowest record.
+ * Record jobs one fetch takes at most (each runs and completes on its own): fewer of the queue's own
+ * statements per record when several workers are free at once.
  */
 const RECORD_BATCH = 2;
+
+/** A record job's data: `org` is the job's organisation, whose share of the workers it counts in. */
+export interface RecordJobData { job_id: string; line: number; org?: number }
 
 export type JobsWorkerConfig = Pick<Config, 'processConcurrencyLimit' | 'jobRetryLimit' | 'jobRetryDelaySeconds'
   | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'jobDispatchWindow' | 'workerConcurrency'>;
@@ -81,7 +86,7 @@ export async function startMigrationWorkers({ db, staging, queue, config, logger
   await queue.work<{ job_id: string }>(WINDOW_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
     await closeWindow(db, job.data.job_id);
   });
-  await queue.work<{ job_id: string; line: number }>(RECORD_QUEUE, { concurrency, pollingIntervalSeconds: 0.5, batchSize: RECORD_BATCH }, async (job) => {
+  await queue.work<RecordJobData>(RECORD_QUEUE, { concurrency, pollingIntervalSeconds: 0.5, batchSize: RECORD_BATCH, shareBy: 'org' }, async (job) => {
     await runRecordJob(deps, config, logger, job.data, job);
   });
   return {
@@ -105,7 +110,9 @@ export async function dispatch(db: Kysely<Database>, queue: JobQueue, jobId: str
     const window = config.jobDispatchWindow;
     const room = window - await repo.countInFlight(trx, jobId, window);
     const lines = room > 0 ? await repo.takeUnsent(trx, jobId, room) : [];
-    await queue.sendMany(RECORD_QUEUE, lines.map((line) => ({ job_id: jobId, line })), { trx, ...recordPolicy(config) });
+    const org = lines.length > 0 ? await repo.organisationOf(trx, jobId) : undefined;
+    await queue.sendMany<RecordJobData>(RECORD_QUEUE, lines.map((line) => ({ job_id: jobId, line, ...(org === undefined ? {} : { org }) })),
+      { trx, ...recordPolicy(config) });
     const more = await repo.hasUnsent(trx, jobId);
     if (more) {
       const after = lines.length > 0 ? TOP_UP_AFTER_MS : RECHECK_FULL_AFTER_MS;
@@ -132,7 +139,7 @@ const WINDOW_CLOSED = { code: 'migration_window_closed', attr: 'non_field_errors
 class RetryLater extends Error {}
 
 async function runRecordJob(
-  deps: PipelineDeps, config: JobsWorkerConfig, logger: JobsWorkerLogger, data: { job_id: string; line: number },
+  deps: PipelineDeps, config: JobsWorkerConfig, logger: JobsWorkerLogger, data: RecordJobData,
   { retryCount, retryLimit }: { retryCount: number; retryLimit: number },
 ): Promise<void> {
   const { db, queue } = deps;

@@ -1,5 +1,7 @@
 import { stripSensitive } from './sensitive-details.ts';
-import { referenceSegment, unavailable, unsendableReference, type PaymentVendor, type PaymentVendorClient, type VendorInstruction } from './vendor.ts';
+import {
+  referenceSegment, unavailable, unsendableReference, type FetchOptions, type PaymentVendor, type PaymentVendorClient, type VendorInstruction,
+} from './vendor.ts';
 
 // Kind `http` (D9): GET {url}/payment-instructions/{reference}, `Authorization: Bearer {secret}` when a
 // secret is set. 200 + JSON object with reference, type and status: found. 404: not found. Other 4xx:
@@ -9,12 +11,13 @@ const MAX_BODY_BYTES = 64 * 1024;
 
 export function createHttpVendorClient(vendor: PaymentVendor): PaymentVendorClient {
   return {
-    async fetchInstruction(reference: string): Promise<VendorInstruction> {
+    async fetchInstruction(reference: string, options: FetchOptions = {}): Promise<VendorInstruction> {
+      const timeoutMs = options.timeoutMs ?? vendor.timeout_ms;
       const url = instructionUrl(vendor, reference);
       if (!url) return unsendableReference(vendor);
       const headers: Record<string, string> = { accept: 'application/json' };
       if (vendor.secret) headers.authorization = `Bearer ${vendor.secret}`;
-      const signal = AbortSignal.timeout(vendor.timeout_ms);
+      const signal = AbortSignal.timeout(timeoutMs);
       let response: Response;
       let text: string;
       try {
@@ -29,7 +32,7 @@ export function createHttpVendorClient(vendor: PaymentVendor): PaymentVendorClie
         if (error instanceof ResponseTooLarge) {
           return unavailable(`Payment vendor "${vendor.code}" answered with more than ${MAX_BODY_BYTES} bytes.`, false);
         }
-        return unavailable(`Payment vendor "${vendor.code}" ${describeFailure(error, vendor.timeout_ms)}.`);
+        return unavailable(`Payment vendor "${vendor.code}" ${describeFailure(error, timeoutMs)}.`);
       }
       return parseFound(vendor, text);
     },

@@ -1,5 +1,7 @@
 import Stripe from 'stripe';
-import { referenceSegment, unavailable, unsendableReference, type PaymentVendor, type PaymentVendorClient, type VendorInstruction } from './vendor.ts';
+import {
+  referenceSegment, unavailable, unsendableReference, type FetchOptions, type PaymentVendor, type PaymentVendorClient, type VendorInstruction,
+} from './vendor.ts';
 
 // Kind `stripe`: the reference is a Stripe PaymentMethod id (pm_…), fetched with the official SDK.
 // The vendor's secret is the API key; its url gives only scheme, host and port (https://api.stripe.com
@@ -28,15 +30,16 @@ export function createStripeVendorClient(vendor: PaymentVendor): PaymentVendorCl
     : undefined;
 
   return {
-    async fetchInstruction(reference: string): Promise<VendorInstruction> {
+    async fetchInstruction(reference: string, options: FetchOptions = {}): Promise<VendorInstruction> {
       if (!stripe) return { outcome: 'rejected', detail: `Payment vendor "${vendor.code}" has no API key configured.` };
       // The SDK encodes the id but sends `.` and `..` as they are, for the server to resolve.
       if (referenceSegment(reference) === null) return unsendableReference(vendor);
+      const timeoutMs = options.timeoutMs ?? vendor.timeout_ms;
       try {
-        return found(await stripe.paymentMethods.retrieve(reference));
+        return found(await stripe.paymentMethods.retrieve(reference, {}, { timeout: timeoutMs }));
       } catch (error) {
         if (!(error instanceof Stripe.errors.StripeError)) throw error;
-        return classify(vendor, error);
+        return classify(vendor, error, timeoutMs);
       }
     },
   };
@@ -65,10 +68,10 @@ function isExpired(card: Record<string, unknown>): boolean {
   return card.exp_year * 12 + card.exp_month < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1;
 }
 
-function classify(vendor: PaymentVendor, error: InstanceType<typeof Stripe.errors.StripeError>): VendorInstruction {
+function classify(vendor: PaymentVendor, error: InstanceType<typeof Stripe.errors.StripeError>, timeoutMs: number): VendorInstruction {
   const status = error.statusCode;
   if (error instanceof Stripe.errors.StripeConnectionError || status === undefined) {
-    return unavailable(`Payment vendor "${vendor.code}" could not be reached or did not answer within ${vendor.timeout_ms} ms.`);
+    return unavailable(`Payment vendor "${vendor.code}" could not be reached or did not answer within ${timeoutMs} ms.`);
   }
   if (status === 404 || error.code === 'resource_missing') {
     return { outcome: 'not_found', detail: `Payment vendor "${vendor.code}" has no payment method with this reference.` };

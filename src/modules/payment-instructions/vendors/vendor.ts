@@ -19,8 +19,13 @@ export type VendorInstruction =
    */
   | { outcome: 'unavailable'; detail: string; transient: boolean };
 
+export interface FetchOptions {
+  /** This try's own limit (the vendor's timeout_ms, or less when the call's whole limit is near). */
+  timeoutMs?: number | undefined;
+}
+
 export interface PaymentVendorClient {
-  fetchInstruction(reference: string): Promise<VendorInstruction>;
+  fetchInstruction(reference: string, options?: FetchOptions): Promise<VendorInstruction>;
 }
 
 export const unavailable = (detail: string, transient = true): VendorInstruction => ({ outcome: 'unavailable', detail, transient });
