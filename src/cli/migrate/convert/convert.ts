@@ -1,0 +1,161 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { csvRows, type Row } from './csv-rows.ts';
+import { ExternalSorter, type SortSpec } from './external-sort.ts';
+import type { FileMapping, Mapping } from './mapping.ts';
+import { buildRecord, type Reject } from './record-builder.ts';
+import { LineWriter, RejectsWriter } from './writers.ts';
+import type { FileKind } from './targets.ts';
+
+// The conversion: every file read as a stream of rows in key order, joined in one pass on the
+// accounts file. Files already sorted by key are read as they are; the first row found out of order
+// stops the pass, that file is sorted on disk, and the pass starts again. When the accounts file
+// itself had to be sorted, the records are sorted back into its order on disk before they are written.
+
+export interface ConvertOptions {
+  out: string;
+  /** Bytes of rows held in memory by one sort before it writes a run (default 64 MiB). */
+  sortChunkBytes?: number;
+  /** Where sort runs go (default: the system's temporary directory). */
+  tempDir?: string;
+}
+
+export interface ConvertSummary {
+  records: number;
+  rejects: number;
+  rejectsByReason: Record<string, number>;
+  rejectsFile: string;
+  /** The files that were not sorted by key and were sorted on disk. */
+  sortedOnDisk: FileKind[];
+}
+
+class NotSorted extends Error {
+  constructor(readonly file: FileMapping) { super(`${file.name} is not sorted by ${file.columns[0]}`); }
+}
+
+const byKey = (a: Row, b: Row) => (a.values[0]! < b.values[0]! ? -1 : a.values[0]! > b.values[0]! ? 1 : a.line - b.line);
+const ROW_SORT: SortSpec<Row> = {
+  compare: byKey,
+  serialize: (row) => JSON.stringify([row.line, ...row.values]),
+  parse: (line) => { const [n, ...values] = JSON.parse(line) as [number, ...string[]]; return { line: n, values }; },
+  size: (row) => 80 + row.values.reduce((sum, v) => sum + 40 + 2 * v.length, 0),
+};
+
+interface Ordered { line: number; json: string }
+const RECORD_SORT: SortSpec<Ordered> = {
+  compare: (a, b) => a.line - b.line,
+  serialize: (r) => `${r.line}\t${r.json}`,
+  parse: (text) => { const tab = text.indexOf('\t'); return { line: Number(text.slice(0, tab)), json: text.slice(tab + 1) }; },
+  size: (r) => 64 + 2 * r.json.length,
+};
+
+export async function convert(mapping: Mapping, options: ConvertOptions): Promise<ConvertSummary> {
+  const chunkBytes = options.sortChunkBytes ?? 64 * 1024 * 1024;
+  const temp = await mkdtemp(join(options.tempDir ?? tmpdir(), 'import-migrate-convert-'));
+  const toSort = new Set<FileMapping>();
+  try {
+    for (;;) {
+      try {
+        return await joinPass(mapping, options.out, toSort, temp, chunkBytes);
+      } catch (error) {
+        if (!(error instanceof NotSorted)) throw error;
+        toSort.add(error.file);
+      }
+    }
+  } finally {
+    await rm(temp, { recursive: true, force: true });
+  }
+}
+
+/** A file's rows in key order: as read (and checked) or through an on-disk sort. */
+class RowSource {
+  private head: Row | undefined;
+  private last: string | undefined;
+  private constructor(readonly file: FileMapping, private readonly rows: AsyncIterator<Row>, private readonly checked: boolean) {}
+
+  static async open(file: FileMapping, sort: boolean, temp: string, chunkBytes: number, malformed: (r: Reject) => void): Promise<RowSource> {
+    const rows = csvRows(file.path, file.csv, file.positions, (line, detail) => malformed({ file, row: line, key: '', column: '', reason: 'malformed_row', detail }));
+    if (!sort) return RowSource.start(new RowSource(file, rows, true));
+    const sorter = new ExternalSorter(temp, file.kind, ROW_SORT, chunkBytes);
+    for await (const row of rows) await sorter.add(row);
+    return RowSource.start(new RowSource(file, sorter.sorted(), false));
+  }
+
+  private static async start(source: RowSource): Promise<RowSource> {
+    await source.advance();
+    return source;
+  }
+
+  peek(): Row | undefined { return this.head; }
+
+  async take(): Promise<Row> {
+    const row = this.head!;
+    await this.advance();
+    return row;
+  }
+
+  private async advance(): Promise<void> {
+    const next = await this.rows.next();
+    this.head = next.done ? undefined : next.value;
+    if (!this.head || !this.checked) return;
+    const key = this.head.values[0]!;
+    if (this.last !== undefined && key < this.last) throw new NotSorted(this.file);
+    this.last = key;
+  }
+}
+
+async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>, temp: string, chunkBytes: number): Promise<ConvertSummary> {
+  const rejectsFile = `${out}.rejects.csv`;
+  const rejects = new RejectsWriter(rejectsFile);
+  const output = new LineWriter(out);
+  try {
+    const reject = (r: Reject) => rejects.add(r);
+    const accountsFile = mapping.files[0]!;
+    const sources: RowSource[] = [];
+    for (const file of mapping.files) sources.push(await RowSource.open(file, toSort.has(file), temp, chunkBytes, reject));
+    const [accounts, ...children] = sources as [RowSource, ...RowSource[]];
+    // Records come out in key order; when that is not the accounts file's order they are put back in it.
+    const reorder = toSort.has(accountsFile) ? new ExternalSorter(temp, 'records', RECORD_SORT, chunkBytes) : undefined;
+    let records = 0;
+    let previous: Row | undefined;
+    while (accounts.peek()) {
+      const row = await accounts.take();
+      const key = row.values[0]!;
+      if (previous && previous.values[0] === key) {
+        reject({ file: accountsFile, row: row.line, key, column: accountsFile.columns[0]!, reason: 'duplicate_key', detail: `account ${key} is already on row ${previous.line}` });
+        continue;
+      }
+      previous = row;
+      const mine = new Map<FileMapping, Row[]>();
+      for (const child of children) {
+        const rows: Row[] = [];
+        for (let head = child.peek(); head && head.values[0]! <= key; head = child.peek()) {
+          const taken = await child.take();
+          if (taken.values[0] === key) rows.push(taken);
+          else reject(orphan(child.file, taken));
+        }
+        mine.set(child.file, rows);
+      }
+      const record = buildRecord(accountsFile, row, mine, reject);
+      if (!record) continue;
+      records++;
+      const json = JSON.stringify(record);
+      if (reorder) await reorder.add({ line: row.line, json });
+      else await output.write(json);
+    }
+    for (const child of children) while (child.peek()) reject(orphan(child.file, await child.take()));
+    if (reorder) for await (const record of reorder.sorted()) await output.write(record.json);
+    await output.close();
+    await rejects.close();
+    return { records, rejects: rejects.count, rejectsByReason: rejects.byReason, rejectsFile, sortedOnDisk: [...toSort].map((f) => f.kind) };
+  } catch (error) {
+    output.destroy();
+    rejects.destroy();
+    throw error;
+  }
+}
+
+const orphan = (file: FileMapping, row: Row): Reject => ({
+  file, row: row.line, key: row.values[0]!, column: file.columns[0]!, reason: 'orphan', detail: `no account ${row.values[0]} in the accounts file`,
+});
