@@ -124,11 +124,16 @@ export async function writeLegacyExport(spec: LegacyExportSpec): Promise<void> {
     return [file, out];
   })) as Record<LegacyFile, Out>;
   if (spec.order === 'shuffled') {
-    const all: Record<string, string[]> = {};
-    for (let i = 1; i <= spec.accounts; i++) for (const [file, rows] of Object.entries(accountRows(i, spec, next))) (all[file] ??= []).push(...rows);
+    // Accounts in a random order, an account's rows still in their order (as a date-ordered export keeps them).
+    const all: Record<string, { i: number; row: string }[]> = {};
+    for (let i = 1; i <= spec.accounts; i++) {
+      for (const [file, rows] of Object.entries(accountRows(i, spec, next))) (all[file] ??= []).push(...rows.map((row) => ({ i, row })));
+    }
     for (const [file, rows] of Object.entries(all)) {
+      const queues = new Map<number, string[]>();
+      for (const { i, row } of rows) queues.set(i, [...(queues.get(i) ?? []), row]);
       for (let k = rows.length - 1; k > 0; k--) { const j = Math.floor(next() * (k + 1)); [rows[k], rows[j]] = [rows[j]!, rows[k]!]; }
-      for (const row of rows) await outs[file as LegacyFile].line(row);
+      for (const { i } of rows) await outs[file as LegacyFile].line(queues.get(i)!.shift()!);
     }
   } else {
     for (let i = 1; i <= spec.accounts; i++) {

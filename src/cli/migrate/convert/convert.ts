@@ -10,8 +10,9 @@ import type { FileKind } from './targets.ts';
 
 // The conversion: every file read as a stream of rows in key order, joined in one pass on the
 // accounts file. Files already sorted by key are read as they are; the first row found out of order
-// stops the pass, that file is sorted on disk, and the pass starts again. When the accounts file
-// itself had to be sorted, the records are sorted back into its order on disk before they are written.
+// stops the pass; that file and every other one not in order are then sorted on disk, and a second
+// pass joins them. When the accounts file itself had to be sorted, the records are sorted back into
+// its order on disk before they are written.
 
 export interface ConvertOptions {
   out: string;
@@ -60,12 +61,23 @@ export async function convert(mapping: Mapping, options: ConvertOptions): Promis
         return await joinPass(mapping, options.out, toSort, temp, chunkBytes);
       } catch (error) {
         if (!(error instanceof NotSorted)) throw error;
+        // One file out of order: look at the others whole now, so one more pass is enough.
         toSort.add(error.file);
+        for (const file of mapping.files) if (!toSort.has(file) && !(await isSorted(file))) toSort.add(file);
       }
     }
   } finally {
     await rm(temp, { recursive: true, force: true });
   }
+}
+
+async function isSorted(file: FileMapping): Promise<boolean> {
+  let last: string | undefined;
+  for await (const row of csvRows(file.path, file.csv, file.positions.slice(0, 1), () => {})) {
+    if (last !== undefined && row.values[0]! < last) return false;
+    last = row.values[0];
+  }
+  return true;
 }
 
 /** A file's rows in key order: as read (and checked) or through an on-disk sort. */

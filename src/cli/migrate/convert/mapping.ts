@@ -47,7 +47,7 @@ export async function loadMapping(mappingPath: string, source: string): Promise<
   const lines = new LineCounter();
   const doc = parseDocument(source, { lineCounter: lines, uniqueKeys: true });
   const at = (offset: number | undefined) => `${mappingPath}:${offset === undefined ? 1 : lines.linePos(offset).line}`;
-  if (doc.errors.length > 0) throw new MappingError(`${at(doc.errors[0]!.pos[0])}: ${doc.errors[0]!.message.split('\n')[0]}`);
+  if (doc.errors.length > 0) throw new MappingError(`${at(doc.errors[0]!.pos[0])}: ${doc.errors[0]!.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`);
   const where = positions(doc, at);
   const fail = (path: Path, message: string, key = false): never => { throw new MappingError(`${key ? where.key(path) : where.value(path)}: ${message}`); };
 
