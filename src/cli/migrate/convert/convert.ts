@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { csvRows, type Row } from './csv-rows.ts';
-import { ExternalSorter, type SortSpec } from './external-sort.ts';
+import { ExternalSorter } from './external-sort.ts';
 import type { FileMapping, Mapping } from './mapping.ts';
 import { buildRecord, type Reject } from './record-builder.ts';
 import { LineWriter, RejectsWriter } from './writers.ts';
@@ -16,7 +16,7 @@ import type { FileKind } from './targets.ts';
 
 export interface ConvertOptions {
   out: string;
-  /** Bytes of rows held in memory by one sort before it writes a run (default 64 MiB). */
+  /** Bytes of row text held in memory by one sort before it writes a run (default 8 MiB: the heap it takes is several times that). */
   sortChunkBytes?: number;
   /** Where sort runs go (default: the system's temporary directory). */
   tempDir?: string;
@@ -35,24 +35,21 @@ class NotSorted extends Error {
   constructor(readonly file: FileMapping) { super(`${file.name} is not sorted by ${file.columns[0]}`); }
 }
 
-const byKey = (a: Row, b: Row) => (a.values[0]! < b.values[0]! ? -1 : a.values[0]! > b.values[0]! ? 1 : a.line - b.line);
-const ROW_SORT: SortSpec<Row> = {
-  compare: byKey,
-  serialize: (row) => JSON.stringify([row.line, ...row.values]),
-  parse: (line) => { const [n, ...values] = JSON.parse(line) as [number, ...string[]]; return { line: n, values }; },
-  size: (row) => 80 + row.values.reduce((sum, v) => sum + 40 + 2 * v.length, 0),
-};
-
-interface Ordered { line: number; json: string }
-const RECORD_SORT: SortSpec<Ordered> = {
-  compare: (a, b) => a.line - b.line,
-  serialize: (r) => `${r.line}\t${r.json}`,
-  parse: (text) => { const tab = text.indexOf('\t'); return { line: Number(text.slice(0, tab)), json: text.slice(tab + 1) }; },
-  size: (r) => 64 + 2 * r.json.length,
-};
+// A row in a sort run: `key NUL line-number NUL JSON of the other values`. As a string it sorts by key,
+// then by the row's line (fixed width), so rows of one key keep the file's order. Keys hold no NUL.
+const LINE_WIDTH = 12;
+const rowLine = (row: Row) => `${row.values[0]}\u0000${String(row.line).padStart(LINE_WIDTH, '0')}\u0000${JSON.stringify(row.values.slice(1))}`;
+function rowOf(text: string): Row {
+  const first = text.indexOf('\u0000');
+  const key = text.slice(0, first);
+  const line = Number(text.slice(first + 1, first + 1 + LINE_WIDTH));
+  return { line, values: [key, ...(JSON.parse(text.slice(first + LINE_WIDTH + 2)) as string[])] };
+}
+/** A record waiting to go back into the accounts file's order: `line-number TAB JSON`. */
+const recordLine = (line: number, json: string) => `${String(line).padStart(LINE_WIDTH, '0')}\t${json}`;
 
 export async function convert(mapping: Mapping, options: ConvertOptions): Promise<ConvertSummary> {
-  const chunkBytes = options.sortChunkBytes ?? 64 * 1024 * 1024;
+  const chunkBytes = options.sortChunkBytes ?? 8 * 1024 * 1024;
   const temp = await mkdtemp(join(options.tempDir ?? tmpdir(), 'import-migrate-convert-'));
   const toSort = new Set<FileMapping>();
   try {
@@ -89,9 +86,9 @@ class RowSource {
   static async open(file: FileMapping, sort: boolean, temp: string, chunkBytes: number, malformed: (r: Reject) => void): Promise<RowSource> {
     const rows = csvRows(file.path, file.csv, file.positions, (line, detail) => malformed({ file, row: line, key: '', column: '', reason: 'malformed_row', detail }));
     if (!sort) return RowSource.start(new RowSource(file, rows, true));
-    const sorter = new ExternalSorter(temp, file.kind, ROW_SORT, chunkBytes);
-    for await (const row of rows) await sorter.add(row);
-    return RowSource.start(new RowSource(file, sorter.sorted(), false));
+    const sorter = new ExternalSorter(temp, file.kind, chunkBytes);
+    for await (const row of rows) await sorter.add(rowLine(row));
+    return RowSource.start(new RowSource(file, mapRows(sorter.sorted(), rowOf), false));
   }
 
   private static async start(source: RowSource): Promise<RowSource> {
@@ -128,7 +125,7 @@ async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>,
     for (const file of mapping.files) sources.push(await RowSource.open(file, toSort.has(file), temp, chunkBytes, reject));
     const [accounts, ...children] = sources as [RowSource, ...RowSource[]];
     // Records come out in key order; when that is not the accounts file's order they are put back in it.
-    const reorder = toSort.has(accountsFile) ? new ExternalSorter(temp, 'records', RECORD_SORT, chunkBytes) : undefined;
+    const reorder = toSort.has(accountsFile) ? new ExternalSorter(temp, 'records', chunkBytes) : undefined;
     let records = 0;
     let previous: Row | undefined;
     while (accounts.peek()) {
@@ -153,11 +150,11 @@ async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>,
       if (!record) continue;
       records++;
       const json = JSON.stringify(record);
-      if (reorder) await reorder.add({ line: row.line, json });
+      if (reorder) await reorder.add(recordLine(row.line, json));
       else await output.write(json);
     }
     for (const child of children) while (child.peek()) reject(orphan(child.file, await child.take()));
-    if (reorder) for await (const record of reorder.sorted()) await output.write(record.json);
+    if (reorder) for await (const line of reorder.sorted()) await output.write(line.slice(LINE_WIDTH + 1));
     await output.close();
     await rejects.close();
     return { records, rejects: rejects.count, rejectsByReason: rejects.byReason, rejectsFile, sortedOnDisk: [...toSort].map((f) => f.kind) };
@@ -166,6 +163,10 @@ async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>,
     rejects.destroy();
     throw error;
   }
+}
+
+async function* mapRows(lines: AsyncIterable<string>, parse: (line: string) => Row): AsyncGenerator<Row> {
+  for await (const line of lines) yield parse(line);
 }
 
 const orphan = (file: FileMapping, row: Row): Reject => ({

@@ -50,12 +50,17 @@ function fieldValue(field: FieldMapping, row: Row): unknown {
 function setPath(target: Json, path: string, value: unknown): void {
   const list = path.indexOf('[].');
   if (list >= 0) {
-    setPath(target, path.slice(0, list), (value as unknown[]).map((v) => ({ [path.slice(list + 3)]: v })));
+    const field = path.slice(list + 3);
+    setPath(target, path.slice(0, list), (value as unknown[]).map((v) => ({ [field]: v })));
+    return;
+  }
+  if (!path.includes('.')) {
+    target[path] = value;
     return;
   }
   const parts = path.split('.');
   let node = target;
-  for (const part of parts.slice(0, -1)) node = (node[part] ??= {}) as Json;
+  for (let i = 0; i < parts.length - 1; i++) node = (node[parts[i]!] ??= {}) as Json;
   node[parts.at(-1)!] = value;
 }
 

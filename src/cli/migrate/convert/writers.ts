@@ -32,9 +32,12 @@ export class LineWriter {
     await once(this.file, 'close');
   }
 
+  /** Abandons the file (a pass that starts again rewrites it): a write still in flight must not throw. */
   destroy(): void {
-    this.gzip?.destroy();
-    this.file.destroy();
+    for (const stream of [this.gzip, this.file]) {
+      stream?.on('error', () => {});
+      stream?.destroy();
+    }
   }
 
   private async flush(): Promise<void> {
