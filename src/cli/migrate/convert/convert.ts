@@ -157,7 +157,7 @@ async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>,
     if (reorder) for await (const line of reorder.sorted()) await output.write(line.slice(LINE_WIDTH + 1));
     await output.close();
     await rejects.close();
-    return { records, rejects: rejects.count, rejectsByReason: rejects.byReason, rejectsFile, sortedOnDisk: [...toSort].map((f) => f.kind) };
+    return { records, rejects: rejects.count, rejectsByReason: rejects.byReason, rejectsFile, sortedOnDisk: mapping.files.filter((f) => toSort.has(f)).map((f) => f.kind) };
   } catch (error) {
     output.destroy();
     rejects.destroy();
