@@ -280,8 +280,10 @@ describe('--init', () => {
   });
 
   test('usage errors exit 2', async () => {
-    const [none, both, stray] = await Promise.all([cli(), cli('--init', '--out', 'x'), cli('--mapping', 'm.yaml', '--out', 'b.ndjson', '--supplier', 'X')]);
-    assert.deepEqual([none.status, both.status, stray.status], [2, 2, 2]);
+    const [none, both, stray, nowhere] = await Promise.all([cli(), cli('--init', '--out', 'x'), cli('--mapping', 'm.yaml', '--out', 'b.ndjson', '--supplier', 'X'),
+      cli('--mapping', join(EXAMPLE, 'mapping.yaml'), '--out', join(dir, 'no-such-folder', 'book.ndjson'))]);
+    assert.deepEqual([none.status, both.status, stray.status, nowhere.status], [2, 2, 2, 2]);
+    assert.match(nowhere.stderr, /^import-migrate: cannot write to .*no-such-folder; usage:/);
     assert.match(none.stderr, /^import-migrate: give --mapping and --out; usage: import-migrate convert --mapping/);
     assert.match(stray.stderr, /^import-migrate: --supplier does not apply to convert/);
   });

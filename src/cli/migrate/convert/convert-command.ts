@@ -1,11 +1,12 @@
-import { readFile } from 'node:fs/promises';
+import { access, constants, readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { convert } from './convert.ts';
 import { initMapping } from './init-mapping.ts';
 import { loadMapping, MappingError } from './mapping.ts';
 
 // `import-migrate convert --mapping FILE --out BOOK` and `convert --init FILE…`: the legacy CSV
 // exports to a book, offline (no service, no API key). Exit 0 when every row was mapped, 1 when some
-// went to the rejects file, 2 on a usage error or a bad mapping (with the line of the mapping).
+// went to the rejects file (or writing failed), 2 on a usage error or a bad mapping (with the line of the mapping).
 
 export interface ConvertIo {
   env: Record<string, string | undefined>;
@@ -18,7 +19,7 @@ export interface ConvertFlags { mapping?: string; out?: string; init?: boolean; 
 export const CONVERT_SYNOPSIS = 'convert --mapping MAPPING.yaml --out BOOK.ndjson[.gz]\n  import-migrate convert --init ACCOUNTS.csv [CHILD.csv …]';
 
 export async function convertCommand(flags: ConvertFlags, args: string[], io: ConvertIo): Promise<number> {
-  const usage = (reason: string) => { io.err(`import-migrate: ${reason}; usage: import-migrate ${CONVERT_SYNOPSIS.replace(/\n\s*/g, '; ')}\n`); return 2; };
+  const usage = (reason: string): number => { io.err(`import-migrate: ${reason}; usage: import-migrate ${CONVERT_SYNOPSIS.replace(/\n\s*/g, '; ')}\n`); return 2; };
   if (flags.init) {
     if (flags.mapping || flags.out) return usage('--init takes the CSV files only');
     if (args.length === 0) return usage('--init needs the accounts file (then the child files)');
@@ -31,6 +32,7 @@ export async function convertCommand(flags: ConvertFlags, args: string[], io: Co
   }
   if (args.length > 0) return usage(`unexpected argument "${args[0]}"`);
   if (!flags.mapping || !flags.out) return usage('give --mapping and --out');
+  if (!(await access(dirname(flags.out), constants.W_OK).then(() => true, () => false))) return usage(`cannot write to ${dirname(flags.out)}`);
   let source: string;
   try { source = await readFile(flags.mapping, 'utf8'); } catch { return usage(`cannot read ${flags.mapping}`); }
   try {
@@ -50,6 +52,8 @@ export async function convertCommand(flags: ConvertFlags, args: string[], io: Co
       io.err(`import-migrate: bad mapping: ${error.message}\n`);
       return 2;
     }
-    throw error;
+    // A disk that fills up, an output folder that does not exist: one line, not a stack.
+    io.err(`import-migrate: convert failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
   }
 }

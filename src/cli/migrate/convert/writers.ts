@@ -12,6 +12,7 @@ export class LineWriter {
   private readonly file: WriteStream;
   private readonly gzip: Gzip | undefined;
   private buffer = '';
+  private failure: Error | undefined;
 
   constructor(path: string) {
     this.file = createWriteStream(path);
@@ -19,6 +20,8 @@ export class LineWriter {
       this.gzip = createGzip();
       this.gzip.pipe(this.file);
     }
+    // A write error (a full disk) is kept and thrown by the next write or the close.
+    for (const stream of [this.gzip, this.file]) stream?.on('error', (error: Error) => { this.failure ??= error; });
   }
 
   async write(line: string): Promise<void> {
@@ -29,18 +32,18 @@ export class LineWriter {
   async close(): Promise<void> {
     await this.flush();
     (this.gzip ?? this.file).end();
-    await once(this.file, 'close');
+    if (!this.file.closed) await once(this.file, 'close');
+    if (this.failure) throw this.failure;
   }
 
   /** Abandons the file (a pass that starts again rewrites it): a write still in flight must not throw. */
   destroy(): void {
-    for (const stream of [this.gzip, this.file]) {
-      stream?.on('error', () => {});
-      stream?.destroy();
-    }
+    this.gzip?.destroy();
+    this.file.destroy();
   }
 
   private async flush(): Promise<void> {
+    if (this.failure) throw this.failure;
     const sink = this.gzip ?? this.file;
     const text = this.buffer;
     this.buffer = '';
