@@ -16,9 +16,12 @@ export interface BenchConfig {
   readonly jobRecords: number;
   /** Minimal records of the upload-memory row. */
   readonly uploadRecords: number;
+  /** Accounts of the generated legacy export the convert row converts, and transactions per account. */
+  readonly convertAccounts: number;
+  readonly convertTransactions: number;
   /** The service's WORKER_CONCURRENCY, and the job baseline's concurrency. */
   readonly jobWorkers: number;
-  /** Rows to run (validate, staging, create, transactions, events, jobs, upload, lists, status, stats); all when unset. */
+  /** Rows to run (validate, staging, create, transactions, events, jobs, upload, lists, status, stats, convert); all when unset. */
   readonly only: ReadonlySet<string> | undefined;
   readonly adminUrl: string;
   readonly cpuProfile: boolean;
@@ -52,6 +55,8 @@ export function loadBenchConfig(): BenchConfig {
     jobRecords: int('BENCH_JOB_RECORDS', quick ? 500 : 10_000),
     uploadRecords: int('BENCH_UPLOAD_RECORDS', quick ? 20_000 : 1_000_000),
     jobWorkers: int('BENCH_JOB_WORKERS', 8),
+    convertAccounts: int('BENCH_CONVERT_ACCOUNTS', quick ? 20_000 : 1_000_000),
+    convertTransactions: int('BENCH_CONVERT_TRANSACTIONS', 20),
     stores: stores as BenchStore[],
     only,
     adminUrl: process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',

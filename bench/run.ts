@@ -11,6 +11,7 @@ import { log, type Ctx } from './scenarios/context.ts';
 import { lists, seedBigSupplier, status } from './scenarios/reads.ts';
 import { seedStatsSupplier, statsAtScale } from './scenarios/stats.ts';
 import { eventsCost } from './scenarios/events.ts';
+import { convertExport } from './scenarios/convert.ts';
 import { migrationJob, uploadMemory } from './scenarios/jobs.ts';
 import { createAccounts, staging, transactions, validateAccount } from './scenarios/writes.ts';
 
@@ -28,7 +29,15 @@ const rows: Row[] = [];
 const wants = (name: string) => !cfg.only || cfg.only.has(name);
 const started = Date.now();
 
-for (const store of cfg.stores) {
+// The convert row is the client alone (no service, no store): it runs once, before the stores.
+if (wants('convert')) {
+  await convertExport(cfg, workDir, rows).catch((error: Error) => {
+    log(`convert failed: ${error.stack ?? error.message}`);
+    rows.push({ store: 'client', what: 'convert', service: {}, target: '', pass: false, aborted: error.message.split('\n')[0] });
+  });
+}
+const storeRows = ['validate', 'staging', 'create', 'transactions', 'events', 'jobs', 'upload', 'lists', 'status', 'stats'];
+for (const store of storeRows.some(wants) ? cfg.stores : []) {
   await runStore(store).catch((error: Error) => {
     log(`${store}: run failed: ${error.stack ?? error.message}`);
     rows.push({ store, what: 'run', service: {}, target: '', pass: false, aborted: error.message.split('\n')[0] });
@@ -121,6 +130,7 @@ the same machine, so it means something on any machine; absolute figures are giv
 - Date: ${new Date().toISOString().replace('T', ' ').slice(0, 16)} UTC; run took ${minutes} min
 - Seconds per measured row: ${cfg.seconds} (after ${cfg.warmupSeconds} s of warm-up); accounts behind the list and status rows: ${cfg.stores.map((s) => `${s} ${cfg.accounts[s].toLocaleString('en-GB')}`).join(', ')}
 - Migration job rows: ${cfg.jobRecords.toLocaleString('en-GB')} records a job, ${cfg.uploadRecords.toLocaleString('en-GB')} records uploaded, ${cfg.jobWorkers} workers
+- Convert row: a legacy export of ${cfg.convertAccounts.toLocaleString('en-GB')} accounts, ${cfg.convertTransactions} transactions each
 - Account payloads: ${payloadSource}
 ${machine}
 

@@ -2,6 +2,7 @@ import { access } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ApiError, ApiSession, UnreachableError } from './api-session.ts';
 import type { CommandContext, CommandResult, Flags } from './command-context.ts';
+import { CONVERT_SYNOPSIS, convertCommand } from './convert/convert-command.ts';
 import { cancelCommand, jobsCommand, resultsCommand, retryCommand, statusCommand } from './job-commands.ts';
 import { plainProgress, terminalProgress } from './progress.ts';
 import { runFile, watchCommand } from './run-command.ts';
@@ -43,7 +44,10 @@ const OPTIONS = {
   url: { type: 'string' }, 'api-key': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   supplier: { type: 'string' }, team: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'not-before': { type: 'string' },
   'not-after': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
+  mapping: { type: 'string' }, out: { type: 'string' }, init: { type: 'boolean' },
 } as const;
+/** convert works offline: it takes no service option, and only these. */
+const CONVERT_OPTIONS = new Set(['mapping', 'out', 'init', 'json', 'help']);
 const GLOBAL_OPTIONS = new Set(['url', 'api-key', 'json', 'help']);
 const OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'];
 const UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
@@ -69,6 +73,11 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
     return EXIT_OK;
   }
   const name = positionals[0];
+  if (name === 'convert') {
+    const stray = Object.keys(flags).find((option) => !CONVERT_OPTIONS.has(option));
+    if (stray) return fail(EXIT_USAGE, `--${stray} does not apply to convert; usage: import-migrate ${CONVERT_SYNOPSIS}`);
+    return convertCommand(flags, positionals.slice(1), io);
+  }
   const command = name ? COMMANDS[name] : undefined;
   if (!command) return fail(EXIT_USAGE, name ? `unknown command "${name}"; run import-migrate --help` : 'no command given; run import-migrate --help');
 
@@ -139,6 +148,7 @@ export function usage(): string {
     '',
     'Usage:',
     ...Object.values(COMMANDS).map((c) => `  import-migrate ${c.synopsis}`),
+    `  import-migrate ${CONVERT_SYNOPSIS}`,
     '',
     'Options for every command:',
     '  --url URL        the service (default http://127.0.0.1:8000)',
@@ -148,6 +158,10 @@ export function usage(): string {
     'run creates a job, uploads FILE (.ndjson or .ndjson.gz) streaming, starts the job and watches it;',
     'failed records go to FILE.<job id>.failed.ndjson. --resume JOB uploads the lines after the job\'s',
     'counts.total, then goes on the same way. Ctrl-C while watching leaves the job running.',
+    '',
+    'convert turns legacy CSV exports into a book (NDJSON, gzip when the name ends .gz) as the YAML mapping',
+    'says, offline; rows it cannot map go to BOOK.rejects.csv. --init prints a starting mapping from the',
+    'files\' headers. Exit 0 all rows mapped, 1 some rejected, 2 a bad mapping (with its line).',
     '',
     'Tuning (environment): IMPORT_MIGRATE_POLL_MS (job polling, default 1500), IMPORT_MIGRATE_PROGRESS_MS',
     '(plain progress lines, default 5000), IMPORT_MIGRATE_RETRY_DELAY_MS (first retry delay, default 500;',

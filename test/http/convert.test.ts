@@ -1,0 +1,290 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+import { after, describe, test } from 'node:test';
+import { parse as parseYaml } from 'yaml';
+import { convert } from '../../src/cli/migrate/convert/convert.ts';
+import { loadMapping, MappingError } from '../../src/cli/migrate/convert/mapping.ts';
+import { compileTransform, RowProblem, typed } from '../../src/cli/migrate/convert/transforms.ts';
+import { compileValidator } from '../../src/core/validation.ts';
+import { validateAccountData } from '../../src/modules/account-data/account-data.schemas.ts';
+import { CreateNotesBody } from '../../src/modules/notes/notes.schemas.ts';
+import { CreateStatementsBody } from '../../src/modules/statements/statements.schemas.ts';
+import { CreateTransactionsBody } from '../../src/modules/transactions/transactions.schemas.ts';
+import { LEGACY_FILES, PLANTED_ROWS, writeLegacyExport } from '../support/legacy-export.ts';
+
+// import-migrate convert: legacy CSV exports to a book. The command's exit statuses and messages
+// are checked on the bin as users run it; the transforms and the join in process.
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const EXAMPLE = join(ROOT, 'examples/legacy-export');
+const dir = mkdtempSync(join(tmpdir(), 'convert-test-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Run { status: number | null; stdout: string; stderr: string }
+function cli(...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['bin/import-migrate.js', 'convert', ...args], { cwd: ROOT, timeout: 60_000, env: { ...process.env, IMPORT_API_KEY: '' } },
+      (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }));
+  });
+}
+
+const run = (spec: unknown, value: string | string[]) => compileTransform(spec)(value);
+const rejectOf = (f: () => unknown): string => {
+  try { f(); } catch (error) { if (error instanceof RowProblem) return error.reason; throw error; }
+  return 'no reject';
+};
+const csvLines = (path: string) => readFileSync(path, 'utf8').trim().split('\n');
+const bookLines = (path: string) => (path.endsWith('.gz') ? gunzipSync(readFileSync(path)).toString('utf8') : readFileSync(path, 'utf8')).trim().split('\n');
+const mappingAt = async (path: string) => loadMapping(path, readFileSync(path, 'utf8'));
+
+describe('transforms', () => {
+  test('trim, upper and lower change the text, also of each item of a list', () => {
+    assert.equal(run('trim', '  LS1 4AP '), 'LS1 4AP');
+    assert.equal(run('upper', 'ls1 4ap'), 'LS1 4AP');
+    assert.equal(run('lower', 'Bob@Example.COM'), 'bob@example.com');
+    assert.deepEqual(run('upper', ['a', 'b']), ['A', 'B']);
+  });
+
+  test('decimal_comma reads a decimal comma and dot or space thousands; anything else is invalid_number', () => {
+    assert.equal(run('decimal_comma', '12,50'), '12.50');
+    assert.equal(run('decimal_comma', '1.234,56'), '1234.56');
+    assert.equal(run('decimal_comma', '-1 234,5'), '-1234.5');
+    assert.equal(run('decimal_comma', '7'), '7');
+    assert.equal(rejectOf(() => run('decimal_comma', '12,34,5')), 'invalid_number');
+    assert.equal(rejectOf(() => run('decimal_comma', '12.50 EUR')), 'invalid_number');
+  });
+
+  test('date reads its format into YYYY-MM-DD (with a time: a UTC datetime); an impossible date is invalid_date', () => {
+    assert.equal(run({ date: '%d/%m/%Y' }, '31/12/2023'), '2023-12-31');
+    assert.equal(run({ date: '%d/%m/%Y' }, '1/2/2024'), '2024-02-01');
+    assert.equal(run({ date: '%d.%m.%y' }, '05.06.79'), '1979-06-05');
+    assert.equal(run({ date: '%d/%m/%Y %H:%M' }, '29/02/2024 09:05'), '2024-02-29T09:05:00Z');
+    assert.equal(rejectOf(() => run({ date: '%d/%m/%Y' }, '31/02/2024')), 'invalid_date');
+    assert.equal(rejectOf(() => run({ date: '%d/%m/%Y' }, '2024-02-01')), 'invalid_date');
+    assert.equal(rejectOf(() => run({ date: '%d/%m/%Y %H:%M' }, '01/02/2024 24:00')), 'invalid_date');
+  });
+
+  test('map replaces a code; a code not in the map is unmapped_code', () => {
+    assert.equal(run({ map: { E: 'ELECTRICITY', G: 'GAS' } }, 'G'), 'GAS');
+    assert.equal(rejectOf(() => run({ map: { E: 'ELECTRICITY' } }, 'X')), 'unmapped_code');
+  });
+
+  test('split makes a list of the trimmed, non-empty parts', () => {
+    assert.deepEqual(run({ split: '|' }, 'KWH_IMPORT| KWH_EXPORT|'), ['KWH_IMPORT', 'KWH_EXPORT']);
+  });
+
+  test('a transform written wrongly is refused when the mapping is read', () => {
+    assert.throws(() => compileTransform('titlecase'), /unknown transform "titlecase"/);
+    assert.throws(() => compileTransform('date'), /date needs an argument/);
+    assert.throws(() => compileTransform({ date: '%d/%q/%Y' }), /unknown directive %q/);
+    assert.throws(() => compileTransform({ map: ['E'] }), /map takes a mapping/);
+    assert.throws(() => compileTransform({ trim: true }), /trim takes no argument/);
+  });
+
+  test('the target type turns the text into JSON: booleans from yes/no words, numbers, datetimes', () => {
+    assert.equal(typed('Y', { type: 'boolean' }, 'PINNED'), true);
+    assert.equal(typed('no', { type: 'boolean' }, 'PINNED'), false);
+    assert.equal(rejectOf(() => typed('maybe', { type: 'boolean' }, 'PINNED')), 'invalid_boolean');
+    assert.equal(typed('12.50', { type: 'money' }, 'AMOUNT'), 12.5);
+    assert.equal(rejectOf(() => typed('12,50', { type: 'money' }, 'AMOUNT')), 'invalid_number');
+    assert.equal(rejectOf(() => typed('1.5', { type: 'integer' }, 'SIZE')), 'invalid_number');
+    assert.equal(typed('2024-02-01', { type: 'datetime' }, 'NOTE_DATE'), '2024-02-01T00:00:00Z');
+  });
+});
+
+describe('the example export', () => {
+  const out = join(dir, 'example.ndjson.gz');
+  let converted: Run;
+
+  test('converts with exit 1, saying how many rows were rejected and where', async () => {
+    converted = await cli('--mapping', join(EXAMPLE, 'mapping.yaml'), '--out', out);
+    assert.equal(converted.stderr, '');
+    assert.equal(converted.status, 1);
+    assert.match(converted.stdout, new RegExp(`^300 records written to ${out}\n${PLANTED_ROWS.length} rows rejected \\(.*\\): see ${out}.rejects.csv\n`));
+  });
+
+  test('every record passes the service\'s own validation: the account, and each history part with its endpoint\'s body schema', () => {
+    const validators = {
+      transactions: compileValidator(CreateTransactionsBody), statements: compileValidator(CreateStatementsBody), notes: compileValidator(CreateNotesBody),
+    };
+    const lines = bookLines(out);
+    assert.equal(lines.length, 300);
+    const counts = { transactions: 0, statements: 0, notes: 0 };
+    for (const line of lines) {
+      const record = JSON.parse(line);
+      assert.equal(validateAccountData(record.account), null, line.slice(0, 200));
+      for (const part of ['transactions', 'statements', 'notes'] as const) {
+        if (!record[part]) continue;
+        counts[part] += record[part].length;
+        const body = { import_supplier: record.account.import_supplier, external_account_number: record.account.external_account_number, [part]: record[part] };
+        assert.equal(validators[part](body), null, `${part} of ${record.account.external_account_number}`);
+      }
+    }
+    // 6 transactions, 1 statement a account and a note every 4th; the planted rows are not there.
+    assert.deepEqual(counts, { transactions: 1800, statements: 300, notes: 75 });
+    // The check is not vacuous: a record with a broken field fails it.
+    const first = JSON.parse(lines[0]!);
+    first.account.customers[0].date_of_birth = '1951-02-30';
+    assert.equal(validateAccountData(first.account)?.[0]?.code, 'invalid');
+  });
+
+  test('the records keep the accounts file\'s order and what each row said', () => {
+    const records = bookLines(out).map((line) => JSON.parse(line));
+    assert.deepEqual(records.map((r) => r.account.external_account_number),
+      csvLines(join(EXAMPLE, 'accounts.csv')).slice(1, 301).map((line) => line.split(';')[0]));
+    const leg4 = records.find((r) => r.account.external_account_number === 'LEG0000004');
+    assert.deepEqual(leg4.account.supply_addresses, [{
+      supply_address1: '5 High Street', supply_postcode: 'EH1 1YZ',
+      supply_points: [{
+        supply_type: 'ELECTRICITY', identifier: '1000000000028', supply_start_date: '2024-01-05',
+        agreements: [{ tariff_code: 'FIX-24M', effective_from: '2024-01-05' }],
+        meters: [{ serial_number: 'S00000004A', status: 'ACTIVE', registers: [{ register_type: 'KWH_IMPORT' }, { register_type: 'KWH_EXPORT' }] }],
+      }],
+    }]);
+    assert.deepEqual(leg4.notes, [{ created_at: '2024-01-05T09:04:00Z', body: 'Moved in; meter read taken', is_pinned: false }]);
+    assert.deepEqual(leg4.transactions.slice(0, 2).map((t: any) => [t.type, t.reason, t.product_code, t.transaction_date]),
+      [['SUPPLY_CHARGE', undefined, 'ELEC-STD', '2024-03-05'], ['PAYMENT', 'ACCOUNT_CHARGE_PAYMENT', undefined, '2024-03-05']]);
+    assert.equal(records.find((r) => r.account.external_account_number === 'LEG0000003').transactions[0].product_code, 'GAS-STD');
+    // A rejected child row leaves the rest of its account: LEG0000010 keeps its one good customer.
+    assert.deepEqual(records.find((r) => r.account.external_account_number === 'LEG0000010').account.customers.map((c: any) => c.given_name), ['Alice']);
+  });
+
+  test('each planted broken row, and only those, is in the rejects file with its file, row, column and reason', () => {
+    const [header, ...rows] = csvLines(`${out}.rejects.csv`);
+    assert.equal(header, 'file,row,key,column,reason,detail');
+    const got = rows.map((line) => line.split(',').slice(0, 5).join(',')).sort();
+    const expected = PLANTED_ROWS.map((p) => {
+      const row = csvLines(join(EXAMPLE, `${p.file}.csv`)).indexOf(p.row) + 1;
+      return [`${p.file}.csv`, row, p.key, p.column, p.reason].join(',');
+    }).sort();
+    assert.deepEqual(got, expected);
+    // Every reason the command knows is shown by the example.
+    assert.deepEqual(new Set(PLANTED_ROWS.map((p) => p.reason)), new Set(['required', 'invalid_date', 'invalid_number', 'invalid_boolean',
+      'unmapped_code', 'orphan', 'duplicate_key', 'malformed_row', 'account_rejected']));
+    assert.ok(rows.includes('statements.csv,302,LEG0000015,PERIOD_FROM,invalid_date,"""01/13/2024"" is not a date in the format %d/%m/%Y"'), rows.join('\n'));
+  });
+});
+
+describe('a bad mapping: exit 2 with the mapping line at fault, before any row is read', () => {
+  const example = readFileSync(join(EXAMPLE, 'mapping.yaml'), 'utf8');
+  const lineOf = (text: string) => example.split('\n').findIndex((l) => l.includes(text)) + 1;
+  const bad = async (name: string, edit: (yaml: string) => string): Promise<Run> => {
+    const folder = join(dir, name);
+    mkdirSync(folder);
+    for (const file of Object.keys(LEGACY_FILES)) copyFileSync(join(EXAMPLE, `${file}.csv`), join(folder, `${file}.csv`));
+    writeFileSync(join(folder, 'mapping.yaml'), edit(example));
+    return cli('--mapping', join(folder, 'mapping.yaml'), '--out', join(folder, 'book.ndjson'));
+  };
+  const expect = (result: Run, line: number, message: RegExp) => {
+    assert.equal(result.status, 2, result.stderr);
+    assert.equal(result.stdout, '');
+    const [, file, at, text] = /^import-migrate: bad mapping: (.*):(\d+): (.*)\n$/.exec(result.stderr) ?? [];
+    assert.match(file!, /mapping\.yaml$/);
+    assert.equal(Number(at), line, result.stderr);
+    assert.match(text!, message);
+  };
+
+  test('an unknown target field, an unknown transform, a missing file, a key column missing from a file', async () => {
+    const [field, transform, file, key] = await Promise.all([
+      bad('field', (y) => y.replace('      mobile: MOBILE', '      mobile_phone: MOBILE')),
+      bad('transform', (y) => y.replace('transform: [trim, lower]}', 'transform: [trim, lowercase]}')),
+      bad('file', (y) => y.replace('path: meters.csv', 'path: meter-readings.csv')),
+      bad('key', (y) => y.replace('    path: notes.csv', '    path: notes.csv\n    key: ACCOUNT_NUMBER')),
+    ]);
+    expect(field, lineOf('      mobile: MOBILE'), /^unknown target field "mobile_phone" for customers \(known: given_name, family_name, email, mobile, /);
+    expect(transform, lineOf('transform: [trim, lower]}'), /^unknown transform "lowercase" \(known: trim, upper, lower, decimal_comma, date, map, split\)$/);
+    expect(file, lineOf('path: meters.csv'), /^file .*meter-readings\.csv does not exist or cannot be read$/);
+    expect(key, lineOf('    path: notes.csv') + 1, /^column "ACCOUNT_NUMBER" is not in the header of notes\.csv \(ACCOUNT_NO, NOTE_DATE, NOTE_TEXT, PINNED\)$/);
+    // Nothing was written: the mapping is checked before any output.
+    assert.throws(() => readFileSync(join(dir, 'field', 'book.ndjson')), /ENOENT/);
+  });
+
+  test('other mistakes name their line too (in process)', async () => {
+    const folder = join(dir, 'in-process');
+    mkdirSync(folder);
+    for (const file of Object.keys(LEGACY_FILES)) copyFileSync(join(EXAMPLE, `${file}.csv`), join(folder, `${file}.csv`));
+    const check = async (yaml: string, message: RegExp) => {
+      writeFileSync(join(folder, 'mapping.yaml'), yaml);
+      await assert.rejects(mappingAt(join(folder, 'mapping.yaml')), (error: Error) => {
+        assert.ok(error instanceof MappingError);
+        assert.match(error.message, message);
+        return true;
+      });
+    };
+    await check(example.replace('      number: STATEMENT_NO\n', ''), /mapping\.yaml:\d+: statements needs a source for the required field number$/);
+    await check(example.replace('{column: DOB, transform: {date: "%d/%m/%Y"}}', '{column: DOB, transform: {date: "%d/%q/%Y"}}'), new RegExp(`mapping\\.yaml:${lineOf('      date_of_birth')}: date format "%d/%q/%Y": unknown directive %q`));
+    await check(example.replace('  notes:\n', '  readings:\n'), new RegExp(`mapping\\.yaml:${lineOf('  notes:')}: unknown file kind "readings"`));
+    await check(example.replace('      serial_number: METER_SERIAL', '      serial_number: SERIAL'), new RegExp(`mapping\\.yaml:${lineOf('serial_number: METER_SERIAL')}: column "SERIAL" is not in the header of meters\\.csv`));
+    await check(example.replace('    link: MPAN\n    fields:\n      serial_number', '    fields:\n      serial_number'), /meters rows name their supply point: give link/);
+    await check('files: [accounts.csv', /mapping\.yaml:1: Flow sequence in block collection must be sufficiently indented and end with a \]$/);
+  });
+});
+
+describe('sorted and unsorted inputs', () => {
+  const exportOf = async (name: string, order: 'sorted' | 'shuffled') => {
+    const folder = join(dir, name);
+    mkdirSync(folder);
+    await writeLegacyExport({ dir: folder, accounts: 60, transactionsPerAccount: 5, order, messy: true, seed: 7 });
+    copyFileSync(join(EXAMPLE, 'mapping.yaml'), join(folder, 'mapping.yaml'));
+    return folder;
+  };
+
+  test('give the same book: byte for byte when only the child files are unsorted, in the accounts file\'s order when it is too', async () => {
+    const sorted = await exportOf('sorted', 'sorted');
+    const shuffled = await exportOf('shuffled', 'shuffled');
+    const children = join(dir, 'children-shuffled');
+    mkdirSync(children);
+    for (const file of Object.keys(LEGACY_FILES)) copyFileSync(join(file === 'accounts' ? sorted : shuffled, `${file}.csv`), join(children, `${file}.csv`));
+    copyFileSync(join(EXAMPLE, 'mapping.yaml'), join(children, 'mapping.yaml'));
+
+    // Tiny sort chunks: many runs, merged in more than one round.
+    const summaries = [];
+    for (const folder of [sorted, shuffled, children]) {
+      summaries.push(await convert(await mappingAt(join(folder, 'mapping.yaml')), { out: join(folder, 'book.ndjson'), sortChunkBytes: 1024 }));
+    }
+    assert.deepEqual(summaries.map((s) => [s.records, s.rejects]), [[60, 0], [60, 0], [60, 0]]);
+    assert.deepEqual(summaries.map((s) => s.sortedOnDisk.length), [0, 8, 7]);
+    const [a, b, c] = [sorted, shuffled, children].map((folder) => readFileSync(join(folder, 'book.ndjson'), 'utf8'));
+    assert.equal(c, a);
+    assert.notEqual(b, a);
+    assert.deepEqual(b!.trim().split('\n').sort(), a!.trim().split('\n').sort());
+    assert.deepEqual(b!.trim().split('\n').map((l) => JSON.parse(l).account.external_account_number),
+      csvLines(join(shuffled, 'accounts.csv')).slice(1).map((l) => l.split(';')[0]));
+  });
+});
+
+describe('--init', () => {
+  test('prints a starting mapping from the headers: every target listed, the obvious columns filled in', async () => {
+    const files = ['accounts', 'customers', 'supply_points', 'transactions', 'notes'].map((f) => join(EXAMPLE, `${f}.csv`));
+    const result = await cli('--init', ...files);
+    assert.equal(result.status, 0, result.stderr);
+    const mapping = parseYaml(result.stdout);
+    assert.equal(mapping.key, 'ACCOUNT_NO');
+    assert.deepEqual(Object.keys(mapping.files), ['accounts', 'customers', 'supply_points', 'transactions', 'notes']);
+    assert.deepEqual(mapping.files.customers, {
+      path: files[1], csv: { delimiter: ';' },
+      fields: { given_name: 'FORENAME', family_name: 'SURNAME', email: 'EMAIL', mobile: 'MOBILE', landline: 'HOME_PHONE', date_of_birth: 'DOB' },
+    });
+    assert.equal(mapping.files.supply_points.link, 'MPAN');
+    assert.equal(mapping.files.accounts.fields['billing_address.postal_code'], 'POSTCODE');
+    // The fields it could not match are listed as comments to fill in.
+    assert.match(result.stdout, /\n {6}# import_supplier: {2}# required\n/);
+    assert.match(result.stdout, /\n {6}# customer_preferences\.opted_into_offers:\n/);
+    // A starting point, not a finished mapping: the required fields still need a source.
+    writeFileSync(join(dir, 'init.yaml'), result.stdout);
+    await assert.rejects(mappingAt(join(dir, 'init.yaml')), /accounts needs a source for the required field import_supplier/);
+  });
+
+  test('usage errors exit 2', async () => {
+    const [none, both, stray, nowhere] = await Promise.all([cli(), cli('--init', '--out', 'x'), cli('--mapping', 'm.yaml', '--out', 'b.ndjson', '--supplier', 'X'),
+      cli('--mapping', join(EXAMPLE, 'mapping.yaml'), '--out', join(dir, 'no-such-folder', 'book.ndjson'))]);
+    assert.deepEqual([none.status, both.status, stray.status, nowhere.status], [2, 2, 2, 2]);
+    assert.match(nowhere.stderr, /^import-migrate: cannot write to .*no-such-folder; usage:/);
+    assert.match(none.stderr, /^import-migrate: give --mapping and --out; usage: import-migrate convert --mapping/);
+    assert.match(stray.stderr, /^import-migrate: --supplier does not apply to convert/);
+  });
+});
