@@ -13,6 +13,7 @@ import { createTokenService } from './modules/auth/token.service.ts';
 import { openDirectory } from './core/directory.ts';
 import { createStagingWriter } from './modules/account-imports/staging-writer.ts';
 import { openQueue, startWorkers } from './workers.ts';
+import { serveAdminSocket, type AdminSocketServer } from './cli/admin-socket.ts';
 
 // config → logger → store → migrate → app → listen; graceful shutdown on SIGTERM/SIGINT.
 async function main(): Promise<void> {
@@ -54,12 +55,23 @@ async function main(): Promise<void> {
   const staging = createStagingWriter(store);
   const app = await buildApp({ config, store, tokens, queue, logger, readiness, staging });
   const workers = await startWorkers({ store, queue, config, logger, staging });
+  // import-admin beside this server: the embedded store serves this process only, so the CLI's
+  // commands come here through DATA_DIR/admin.sock and run on this store (docs/operations.md).
+  let adminSocket: AdminSocketServer | undefined;
+  if (!config.databaseUrl) {
+    try {
+      adminSocket = await serveAdminSocket(config.dataDir, { db: store.db, settle: () => directory.sync() });
+      logger.info({ path: adminSocket.path }, 'import-admin socket ready');
+    } catch (error) {
+      logger.warn({ err: error, data_dir: config.dataDir }, 'the import-admin socket could not be opened; import-admin refuses while this server runs');
+    }
+  }
 
   // Stop accepting, let in-flight requests finish, then close the store: a create runs in one
   // transaction, so one cut short by the delay is rolled back, never half-written.
   // Workers stop taking jobs and finish the ones in hand (a job cut short runs again elsewhere).
   const stop = async () => {
-    await Promise.all([app.close(), workers.stop()]);
+    await Promise.all([app.close(), workers.stop(), adminSocket?.close()]);
     await queue.stop(config.shutdownTimeoutMs);
     await directory.close();
     await store.close();

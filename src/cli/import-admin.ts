@@ -1,131 +1,65 @@
-import { parseArgs } from 'node:util';
+import type { Kysely } from 'kysely';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { acquireDataDirLock, DataDirLockedError } from '../db/data-dir-lock.ts';
 import { migrate } from '../db/migrate.ts';
+import type { Database } from '../db/schema.ts';
 import { openStore } from '../db/store.ts';
-import { AdminError, type AdminErrorCode } from '../modules/admin/admin-error.ts';
-import { COMMANDS, synopsis, type Command, type Flags } from './commands.ts';
+import { AdminError } from '../modules/admin/admin-error.ts';
+import { messageOf, report, runAdminCommand, wantsJson, type AdminOutput, type AdminStore } from './admin-runner.ts';
+import { adminSocketPath, sendToAdminSocket } from './admin-socket.ts';
 
-// import-admin: parses the command line, opens the same store as the server (DATABASE_URL, or the
-// embedded one in DATA_DIR, which it locks like the server does), runs one admin service call and
-// prints the result: a sentence or a table, or with --json exactly one JSON object. Every failure is
-// an AdminError, printed in one place (`report`) with the exit status its code decides.
-export interface CliIo {
+// import-admin as the bin runs it: finds the store the server uses (DATABASE_URL, or the embedded one
+// in DATA_DIR) and runs the command there. A server that holds the embedded store runs the command
+// itself, sent through its admin socket, and its output is printed as it is; otherwise the CLI opens
+// the store (locking DATA_DIR as the server does) for the one command.
+export interface CliIo extends AdminOutput {
   env: Record<string, string | undefined>;
-  out(text: string): void;
-  err(text: string): void;
 }
-
-const EXIT_OK = 0;
-const EXIT_REFUSED = 1;
-const EXIT_USAGE = 2;
-
-const COMMON_OPTIONS = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
-const COMMON_FLAGS = new Set(['--json', '--help', '-h']);
 
 export async function runImportAdmin(argv: string[], io: CliIo): Promise<number> {
-  const json = argv.includes('--json');
-  try {
-    const result = await execute(argv, io.env);
-    io.out(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
-    return EXIT_OK;
-  } catch (error) {
-    return report(error, json, io);
+  const config = configOf(io.env);
+  if (!(config instanceof AdminError) && !config.databaseUrl) {
+    try {
+      const reply = await sendToAdminSocket(adminSocketPath(config.dataDir), { argv, json: wantsJson(argv) });
+      if (reply) {
+        if (reply.stdout) io.out(reply.stdout);
+        if (reply.stderr) io.err(reply.stderr);
+        return reply.status;
+      }
+    } catch (error) {
+      return report(error, wantsJson(argv), io);
+    }
   }
+  return runAdminCommand(argv, ownStore(config), io);
 }
 
-/** The one place a failure is printed: `{"error": {"code", "message"}}` on stdout with --json, else one line on stderr. */
-function report(error: unknown, json: boolean, io: CliIo): number {
-  const failure = error instanceof AdminError ? error : new AdminError('internal_error', `unexpected failure: ${messageOf(error)}`);
-  const message = failure.message.replace(/\s*\n\s*/g, '; ');
-  if (json) io.out(`${JSON.stringify({ error: { code: failure.code, message } })}\n`);
-  else io.err(`import-admin: ${message}\n`);
-  return exitStatusFor(failure.code);
-}
-
-/** 2: the command line (or the configuration) is wrong and nothing was tried; 1: the operation was refused or failed. */
-function exitStatusFor(code: AdminErrorCode): number {
-  switch (code) {
-    case 'unknown_command':
-    case 'missing_argument':
-    case 'unexpected_argument':
-    case 'invalid_argument':
-    case 'invalid_configuration':
-      return EXIT_USAGE;
-    case 'not_found':
-    case 'already_exists':
-    case 'conflict':
-    case 'store_in_use':
-    case 'store_unavailable':
-    case 'internal_error':
-      return EXIT_REFUSED;
-  }
-}
-
-async function execute(argv: string[], env: CliIo['env']): Promise<{ json: unknown; text: string }> {
-  // The command is the first two words, `supplier create …`; --json and --help may come before them.
-  const leading = argv.findIndex((a) => !COMMON_FLAGS.has(a));
-  const start = leading < 0 ? argv.length : leading;
-  const command = COMMANDS.find((c) => argv.slice(start, start + 2).join(' ') === c.name);
-  if (argv.includes('--help') || argv.includes('-h') || argv[start] === 'help') {
-    const text = command ? commandUsage(command) : usage();
-    return { json: { usage: text }, text: text.replace(/\n$/, '') };
-  }
-  if (!command) {
-    const given = argv.slice(start, start + 2).filter((a) => !a.startsWith('-')).join(' ');
-    throw given
-      ? new AdminError('unknown_command', `unknown command "${given}"; run import-admin --help`)
-      : new AdminError('missing_argument', 'no command given; run import-admin --help');
-  }
-
-  let args: string[];
-  let flags: Flags;
+/** The configuration, or the AdminError that reports it (once the command line is known to be good). */
+function configOf(env: CliIo['env']): Config | AdminError {
   try {
-    ({ args, flags } = parseCommandLine(command, [...argv.slice(0, start), ...argv.slice(start + 2)]));
-    command.check?.(flags);
+    return loadConfig(env);
   } catch (error) {
-    if (!(error instanceof AdminError)) throw error;
-    throw new AdminError(error.code, `${error.message}; usage: import-admin ${synopsis(command)}`);
-  }
-
-  let config: Config;
-  try {
-    config = loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) throw new AdminError('invalid_configuration', `invalid configuration: ${error.problems.join('; ')}`);
+    if (error instanceof ConfigError) return new AdminError('invalid_configuration', `invalid configuration: ${error.problems.join('; ')}`);
     throw error;
   }
-
-  try {
-    const result = await withStore(config, (db) => command.run(db, args, flags));
-    return { json: result, text: command.text(result as Record<string, unknown>) };
-  } catch (error) {
-    if (error instanceof AdminError) throw error;
-    if (error instanceof DataDirLockedError) throw new AdminError('store_in_use', error.message);
-    throw describeUnexpected(error, config);
-  }
 }
 
-function parseCommandLine(command: Command, rest: string[]): { args: string[]; flags: Flags } {
-  const options = Object.fromEntries(Object.entries(command.options).map(([name, spec]) => [name, { type: spec.type }]));
-  let parsed;
-  try {
-    parsed = parseArgs({ args: rest, options: { ...options, ...COMMON_OPTIONS }, allowPositionals: true, strict: true });
-  } catch (error) {
-    // parseArgs explains itself well, over several sentences; the first is the reason.
-    throw new AdminError('invalid_argument', messageOf(error).split('. ')[0]!.replace(/\.$/, ''));
-  }
-  const args = parsed.positionals;
-  if (args.length < command.args.length) throw new AdminError('missing_argument', `missing ${command.args.slice(args.length).join(' ')}`);
-  if (args.length > command.args.length) throw new AdminError('unexpected_argument', `unexpected argument "${args[command.args.length]}"`);
-  for (const [name, spec] of Object.entries(command.options)) {
-    if (spec.required && (parsed.values as Flags)[name] === undefined) throw new AdminError('missing_argument', `--${name} is required`);
-  }
-  return { args, flags: parsed.values as Flags };
+function ownStore(config: Config | AdminError): AdminStore {
+  return {
+    async use(work) {
+      if (config instanceof AdminError) throw config;
+      try {
+        return await withStore(config, work);
+      } catch (error) {
+        if (error instanceof AdminError) throw error;
+        if (error instanceof DataDirLockedError) throw new AdminError('store_in_use', error.message);
+        throw describeUnexpected(error, config);
+      }
+    },
+  };
 }
 
-async function withStore<T>(config: Config, work: (db: Awaited<ReturnType<typeof openStore>>['db']) => Promise<T>): Promise<T> {
-  // The embedded store belongs to one process: refuse while a server holds it, and hold it meanwhile.
+async function withStore<T>(config: Config, work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+  // The embedded store belongs to one process: refuse while another holds it, and hold it meanwhile.
   const lock = config.databaseUrl ? undefined : acquireDataDirLock(config.dataDir, 'import-admin');
   try {
     const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
@@ -146,36 +80,4 @@ function describeUnexpected(error: unknown, config: Config): AdminError {
     return new AdminError('store_unavailable', `cannot use the database at DATABASE_URL: ${messageOf(error)}`);
   }
   return new AdminError('internal_error', `unexpected failure: ${messageOf(error)}`);
-}
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
-function usage(): string {
-  const width = Math.max(...COMMANDS.map((c) => [c.name, ...c.args].join(' ').length)) + 2;
-  return [
-    'import-admin: set up and inspect the account migration import service: organisations and their API keys,',
-    'import suppliers, operations teams, payment vendors and webhooks.',
-    '',
-    'Usage: npx import-admin <command> [options] [--json]',
-    '',
-    'Commands:',
-    ...COMMANDS.map((c) => `  ${[c.name, ...c.args].join(' ').padEnd(width)}${c.summary}`),
-    '',
-    'Options:',
-    ...COMMANDS.filter((c) => Object.keys(c.options).length > 0).map((c) => `  import-admin ${synopsis(c)}`),
-    '  --json       print exactly one JSON object on stdout, also for a failure: {"error": {"code": "...", "message": "..."}}',
-    '  --help, -h   show this help (with a command: that command\'s usage)',
-    '',
-    'Store: DATABASE_URL (PostgreSQL), or the embedded store in DATA_DIR (default ./data), as the server uses.',
-    'The embedded store serves one process at a time: stop the server first, or use PostgreSQL.',
-    '',
-    'Exit status: 0 done; 1 refused or failed (not found, already exists, conflict, store unavailable);',
-    '2 the command line or the configuration is wrong (nothing was tried).',
-    'A failure is one line on stderr, or with --json the error object on stdout.',
-    '',
-  ].join('\n');
-}
-
-function commandUsage(command: Command): string {
-  return `Usage: import-admin ${synopsis(command)}\n\n${command.summary}.\n`;
 }

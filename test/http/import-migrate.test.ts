@@ -11,6 +11,8 @@ import { after, describe, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/admin.service.ts';
+import type { Job } from '../../src/cli/migrate/api-session.ts';
+import { pace, summary } from '../../src/cli/migrate/format.ts';
 import { runImportMigrate } from '../../src/cli/migrate/import-migrate.ts';
 import { migrationRecord, writeMigrationFile } from '../support/migration-file.ts';
 import { request, startServer } from '../support/server-process.ts';
@@ -88,7 +90,10 @@ describe('import-migrate run', () => {
     const failures = `${path}.${id}.failed.ndjson`;
     assert.equal(run.stdout.replace(/ in \d+s/, ' in Ns'), [
       `Job ${id} completed in Ns`,
-      '  succeeded  4', '  skipped    0', '  failed     2', '  cancelled  0', '  total      6',
+      '  succeeded  4', '  skipped    0', '  failed     2',
+      '             2  before the account existed (the line, or the account step)',
+      '             0  on an existing account (a later step: part of its history)',
+      '  cancelled  0', '  total      6',
       'Errors: invalid_phone_number 2',
       `Failed records: ${failures}`,
       '',
@@ -96,7 +101,8 @@ describe('import-migrate run', () => {
     const stderr = run.stderr.split('\n');
     assert.equal(stderr[0], `created job ${id} for supplier ${tenant.supplier}`);
     assert.ok(stderr.includes(`uploaded 6 records (${(statSync(path).size / 1024).toFixed(1)} KiB)`), run.stderr);
-    assert.match(run.stderr, new RegExp(`\\njob ${id} completed: 6/6 done \\(100%\\), 2 failed, \\d+/min; top errors: invalid_phone_number 2\\n$`));
+    // A job of seconds says how long it took, not a per-minute rate extrapolated from seconds.
+    assert.match(run.stderr, new RegExp(`\\njob ${id} completed: 6/6 done \\(100%\\), 2 failed, 6 records in \\d+ s; top errors: invalid_phone_number 2\\n$`));
 
     const written = readFileSync(failures, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(written.map((r) => ({ ...r, finished_at: 'AT' })), [3, 6].map((line) => ({
@@ -155,6 +161,7 @@ describe('import-migrate run', () => {
     const run = await migrateCli('run', path, '--resume', id, '--json');
     assert.equal(run.status, 0, run.stderr);
     const out = JSON.parse(run.stdout);
+    assert.ok(run.stderr.startsWith(`resuming job ${id}: it holds 2 records, so the first 2 lines of ${path} are skipped\n`), run.stderr);
     assert.deepEqual(out.upload, { received: 3, total_records: 5, skipped: 2 });
     assert.deepEqual(out.job.counts, { total: 5, pending: 0, running: 0, succeeded: 5, skipped: 0, failed: 0, cancelled: 0 });
     const results = await fetch(`${server.url}${BASE}${id}/records/`, { headers: auth });
@@ -165,6 +172,7 @@ describe('import-migrate run', () => {
     const again = await migrateCli('run', path, '--resume', id, '--json');
     assert.equal(again.status, 0, again.stderr);
     assert.equal(JSON.parse(again.stdout).upload, undefined);
+    assert.ok(again.stderr.startsWith(`resuming job ${id}: it is completed and holds all 5 records of ${path}; nothing to upload\n`), again.stderr);
   });
 
   test('--resume of a started job that lacks lines of the file is refused (exit 1)', async () => {
@@ -191,7 +199,10 @@ describe('import-migrate job commands', () => {
     const status = await migrateCli('status', id);
     assert.equal(status.status, 0);
     assert.equal(status.stdout.replace(/ in \d+s/, ' in Ns'), [
-      `Job ${id} completed in Ns`, '  succeeded  4', '  skipped    0', '  failed     2', '  cancelled  0', '  total      6',
+      `Job ${id} completed in Ns`, '  succeeded  4', '  skipped    0', '  failed     2',
+      '             2  before the account existed (the line, or the account step)',
+      '             0  on an existing account (a later step: part of its history)',
+      '  cancelled  0', '  total      6',
       'Errors: invalid_phone_number 2', '',
     ].join('\n'));
 
@@ -222,7 +233,7 @@ describe('import-migrate job commands', () => {
     assert.deepEqual(cancel, { status: 1, stdout: '', stderr: `import-migrate: Migration job "${id}" is already completed. (migration_job_finished, HTTP 400)\n` });
     const retry = await migrateCli('retry', id);
     assert.equal(retry.status, 0, retry.stderr);
-    assert.equal(retry.stdout, `Job ${id} is queued: 2 records to run again.\nFollow it with: import-migrate watch ${id}\n`);
+    assert.equal(retry.stdout, `Job ${id} is queued: 2 records to run again.\nFollow it with: import-migrate watch ${id} --url ${server.url}\n`);
     const watch = await migrateCli('watch', id, '--json');
     assert.equal(watch.status, 1);
     const out = JSON.parse(watch.stdout);
@@ -261,7 +272,7 @@ describe('import-migrate job commands', () => {
     assert.equal(status, 130, stderr);
     assert.equal(stdout, '');
     const id = /^created job (\S+) /.exec(stderr)![1]!;
-    assert.ok(stderr.endsWith(`\nStopped watching. Job ${id} goes on running on the service.\nRe-attach with: import-migrate watch ${id}\n`), stderr);
+    assert.ok(stderr.endsWith(`\nStopped watching. Job ${id} goes on running on the service.\nRe-attach with: import-migrate watch ${id} --url ${server.url}\n`), stderr);
     const job = await request(server.url, 'GET', `${BASE}${id}/`, { token: await token() });
     assert.deepEqual([job.json.state, job.json.counts.pending], ['scheduled', 2]);
   });
@@ -269,6 +280,68 @@ describe('import-migrate job commands', () => {
   test('an unknown job: exit 1 with the service\'s reason', async () => {
     const run = await migrateCli('status', '00000000-0000-4000-8000-000000000000');
     assert.deepEqual(run, { status: 1, stdout: '', stderr: 'import-migrate: No migration job "00000000-0000-4000-8000-000000000000". (not_found, HTTP 404)\n' });
+  });
+});
+
+describe('import-migrate client details', () => {
+  test('IMPORT_URL is the default --url, and hints carry the --url to run them as printed', async () => {
+    const id = made.mixedJob;
+    const run = await inProcess(['watch', id], { IMPORT_API_KEY: tenant.apiKey, IMPORT_URL: server.url, IMPORT_MIGRATE_POLL_MS: '250' });
+    assert.equal(run.status, 1, run.stderr);
+    assert.ok(run.stdout.endsWith(`\nFailed records: import-migrate results ${id} --outcome failed --url ${server.url}\n`), run.stdout);
+    // --url wins over IMPORT_URL.
+    const port = await freePort();
+    const refused = await inProcess(['status', id, '--url', `http://127.0.0.1:${port}`], { IMPORT_API_KEY: tenant.apiKey, IMPORT_URL: server.url });
+    assert.equal(refused.status, 2);
+  });
+
+  test('Ctrl-C during an upload: the count kept is the job\'s, and the resume hint runs as printed', async () => {
+    const { path, lines } = await file('big.ndjson', 4000);
+    const child = spawn(process.execPath, ['bin/import-migrate.js', 'run', path, '--supplier', tenant.supplier, '--team', tenant.team,
+      '--url', server.url], { cwd: ROOT, env: { ...process.env, IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_PROGRESS_MS: '1' } });
+    let stderr = '';
+    let interrupted = false;
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      if (!interrupted && /\nuploading: /.test(stderr)) interrupted = child.kill('SIGINT');
+    });
+    const [status] = await once(child, 'exit');
+    assert.equal(status, 130, stderr);
+    const id = /^created job (\S+) /.exec(stderr)![1]!;
+    const kept = Number(/keeps the ([\d,]+) records received/.exec(stderr)?.[1]?.replace(/,/g, ''));
+    const job = await request(server.url, 'GET', `${BASE}${id}/`, { token: await token() });
+    assert.deepEqual([job.json.state, job.json.counts.total], ['open', kept], stderr);
+    assert.ok(kept > 0 && kept < lines.length, `stopped mid-file: ${kept}`);
+    assert.ok(stderr.endsWith(`and stays open.\nResume with: import-migrate run ${path} --resume ${id} --url ${server.url}\n`), stderr);
+  });
+
+  test('the summary tells failures before the account existed from failures in its history', async () => {
+    const path = join(dir, 'history.ndjson');
+    const records = [
+      migrationRecord(tenant.supplier, false),
+      migrationRecord(tenant.supplier, true),
+      { ...migrationRecord(tenant.supplier, false), notes: [{}] },
+      'not json',
+    ];
+    writeFileSync(path, `${records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n')}\n`);
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team);
+    assert.equal(run.status, 1, run.stderr);
+    assert.match(run.stdout, /\n {2}failed {5}3\n {13}2 {2}before the account existed \(the line, or the account step\)\n {13}1 {2}on an existing account/);
+    const json = await migrateCli('status', /^Job (\S+) /.exec(run.stdout)![1]!, '--json');
+    assert.equal(JSON.parse(json.stdout).counts.failed, 3);
+  });
+
+  test('rates: a job of seconds says what it did in how long; a longer one, records a minute', () => {
+    const job = (seconds: number, done: number): Job => ({
+      id: 'J', import_supplier: 'S', operations_team_name: 'T', dry_run: false, state: 'completed', not_before: null, not_after: null,
+      created_at: '2026-01-01T00:00:00Z', started_at: '2026-01-01T00:00:00Z', finished_at: new Date(Date.parse('2026-01-01T00:00:00Z') + seconds * 1000).toISOString(),
+      counts: { total: done, pending: 0, running: 0, succeeded: done, skipped: 0, failed: 0, cancelled: 0 },
+      errors_by_code: [], records_per_minute: 106, eta_seconds: null,
+    });
+    assert.equal(pace(job(1, 53)), '53 records in 1 s');
+    assert.equal(summary(job(1, 53), null).split('\n')[0], 'Job J completed in 1s');
+    assert.equal(pace(job(120, 6000)), '3,000/min');
+    assert.equal(summary(job(120, 6000), null).split('\n')[0], 'Job J completed in 2m 0s (3,000/min)');
   });
 });
 

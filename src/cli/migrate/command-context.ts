@@ -23,6 +23,11 @@ export interface CommandContext {
   note(text: string): void;
   /** The service or the state of the job refuses what was asked: exit status 1, with the reason. */
   refuse(reason: string): CommandResult;
+  /**
+   * A command to suggest to the user (`import-migrate watch <id>`), written so that it runs as printed:
+   * with `--url` when the service is not the default one (never with the API key).
+   */
+  hint(args: string[]): string;
   /** Where `results` streams to (stdout). */
   stdout: NodeJS.WritableStream;
 }

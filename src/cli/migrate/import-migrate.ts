@@ -52,6 +52,7 @@ const GLOBAL_OPTIONS = new Set(['url', 'api-key', 'json', 'help']);
 const OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'];
 const UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
+export const DEFAULT_URL = 'http://127.0.0.1:8000';
 const UNAVAILABLE = new Set([408, 429, 502, 503, 504]);
 
 class UsageError extends Error {}
@@ -82,7 +83,7 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
   if (!command) return fail(EXIT_USAGE, name ? `unknown command "${name}"; run import-migrate --help` : 'no command given; run import-migrate --help');
 
   const apiKey = (flags['api-key'] as string | undefined) ?? io.env.IMPORT_API_KEY;
-  const baseUrl = (flags.url as string | undefined) ?? 'http://127.0.0.1:8000';
+  const baseUrl = (flags.url as string | undefined) ?? (io.env.IMPORT_URL || DEFAULT_URL);
   try {
     checkCommandLine(name!, command, positionals.slice(1), flags);
     if (!apiKey) throw new UsageError('give --api-key KEY or set IMPORT_API_KEY');
@@ -102,6 +103,7 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
     progress: () => (io.tty ? terminalProgress(io.tty) : plainProgress(io.err, positiveInt(io.env.IMPORT_MIGRATE_PROGRESS_MS, 5000))),
     note: (text) => io.err(text),
     refuse: (reason) => ({ exit: EXIT_FAILED, json: {}, text: '', refused: reason }),
+    hint: (args) => commandLine(args, baseUrl),
   };
   try {
     const result = await command.run(ctx, positionals.slice(1));
@@ -137,6 +139,14 @@ function checkCommandLine(name: string, command: CommandSpec, args: string[], fl
   if (flags.csv && flags.json) throw new UsageError('give --csv or --json, not both');
 }
 
+/** `import-migrate ARGS [--url URL]`, quoted for a POSIX shell where a word needs it. */
+function commandLine(args: string[], baseUrl: string): string {
+  const url = baseUrl.replace(/\/+$/, '') === DEFAULT_URL ? [] : ['--url', baseUrl];
+  return ['import-migrate', ...args, ...url].map(shellWord).join(' ');
+}
+
+const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`);
+
 function positiveInt(raw: string | undefined, fallback: number): number {
   const value = Number(raw);
   return raw && Number.isInteger(value) && value > 0 ? value : fallback;
@@ -151,7 +161,7 @@ export function usage(): string {
     `  import-migrate ${CONVERT_SYNOPSIS}`,
     '',
     'Options for every command:',
-    '  --url URL        the service (default http://127.0.0.1:8000)',
+    '  --url URL        the service (default: $IMPORT_URL, else http://127.0.0.1:8000)',
     '  --api-key KEY    the organisation API key (default: $IMPORT_API_KEY)',
     '  --json           print one JSON object at the end instead of text',
     '',

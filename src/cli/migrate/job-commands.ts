@@ -2,14 +2,16 @@ import { Writable } from 'node:stream';
 import { dataOf, type Job, type RecordResult } from './api-session.ts';
 import type { CommandContext, CommandResult } from './command-context.ts';
 import { number, summary } from './format.ts';
-import { getJob, streamResults } from './watch.ts';
+import { collectFailures, getJob, streamResults } from './watch.ts';
 
 // The one-call commands of D12: each is one endpoint, printed for a person or as --json.
 const jobPath = (jobId: string) => ({ params: { path: { job_id: jobId } } });
 
 export async function statusCommand(ctx: CommandContext, jobId: string): Promise<CommandResult> {
   const job = await getJob(ctx.session, jobId);
-  return { exit: 0, json: job, text: summary(job, null) };
+  if (ctx.flags.json || job.counts.failed === 0) return { exit: 0, json: job, text: summary(job, null) };
+  const { split } = await collectFailures(ctx.session, jobId, null);
+  return { exit: 0, json: job, text: summary(job, null, split) };
 }
 
 export async function cancelCommand(ctx: CommandContext, jobId: string): Promise<CommandResult> {
@@ -21,7 +23,7 @@ export async function retryCommand(ctx: CommandContext, jobId: string): Promise<
   const job = dataOf(await ctx.session.client.POST('/v1/data-import/migration-jobs/{job_id}/retry/', jobPath(jobId)));
   return {
     exit: 0, json: job,
-    text: `Job ${job.id} is ${job.state}: ${number(job.counts.pending)} records to run again.\nFollow it with: import-migrate watch ${job.id}\n`,
+    text: `Job ${job.id} is ${job.state}: ${number(job.counts.pending)} records to run again.\nFollow it with: ${ctx.hint(['watch', job.id])}\n`,
   };
 }
 

@@ -1,7 +1,7 @@
 import cliProgress from 'cli-progress';
 import type { Job } from './api-session.ts';
 import type { UploadProgress } from './upload.ts';
-import { bytes, duration, number, topErrors } from './format.ts';
+import { bytes, duration, number, pace, recordsDone, topErrors } from './format.ts';
 
 // What the user sees while a job runs (D12). On a terminal: two cli-progress bars on stderr, upload
 // bytes then records done of total; elsewhere (a log, CI): one plain line every few seconds, so a
@@ -13,15 +13,13 @@ export interface Progress {
   stop(): void;
 }
 
-export const recordsDone = (job: Job): number => job.counts.total - job.counts.pending - job.counts.running;
-
 function jobLine(job: Job): string {
   const done = recordsDone(job);
   const percent = job.counts.total > 0 ? Math.floor((done / job.counts.total) * 100) : 0;
   const eta = job.eta_seconds === null ? '' : `, ETA ${duration(job.eta_seconds)}`;
   const errors = job.errors_by_code.length > 0 ? `; top errors: ${topErrors(job)}` : '';
   return `job ${job.id} ${job.state}: ${number(done)}/${number(job.counts.total)} done (${percent}%), `
-    + `${number(job.counts.failed)} failed, ${number(Math.round(job.records_per_minute))}/min${eta}${errors}`;
+    + `${number(job.counts.failed)} failed, ${pace(job)}${eta}${errors}`;
 }
 
 export function plainProgress(write: (text: string) => void, everyMs: number): Progress {
@@ -68,7 +66,7 @@ export function terminalProgress(stream: NodeJS.WriteStream): Progress {
     job(job) {
       const eta = job.eta_seconds === null ? '' : ` ETA ${duration(job.eta_seconds)}`;
       const detail = `${number(recordsDone(job))}/${number(job.counts.total)} ${job.state}, `
-        + `${number(Math.round(job.records_per_minute))}/min${eta}, ${number(job.counts.failed)} failed`
+        + `${pace(job)}${eta}, ${number(job.counts.failed)} failed`
         + (job.errors_by_code.length > 0 ? ` (${topErrors(job)})` : '');
       jobBar ??= bars.create(Math.max(1, job.counts.total), 0, { label: 'records', detail });
       jobBar.setTotal(Math.max(1, job.counts.total));

@@ -1,9 +1,9 @@
 import { stat } from 'node:fs/promises';
 import { dataOf, type Job } from './api-session.ts';
 import type { CommandContext, CommandResult } from './command-context.ts';
-import { summary } from './format.ts';
+import { number, summary } from './format.ts';
 import { countLines, uploadRemaining, type UploadOutcome } from './upload.ts';
-import { getJob, interruptOnCtrlC, watchJob, writeFailures } from './watch.ts';
+import { collectFailures, getJob, interruptOnCtrlC, watchJob } from './watch.ts';
 
 // `run FILE (--supplier CODE --team NAME | --resume JOB)`: create (or reuse) a job, upload what it
 // lacks, start it, watch it to the end, write the failures file and print the summary (D12).
@@ -32,16 +32,22 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
   try {
     let upload: UploadOutcome | null = null;
     if (job.state === 'open') {
+      if (flags.resume) ctx.note(`resuming job ${job.id}: it holds ${number(job.counts.total)} records, so the first ${number(job.counts.total)} lines of ${file} are skipped\n`);
       try {
         upload = await uploadRemaining(session, job.id, file, (p) => progress.upload(p), interrupt.signal);
       } catch (error) {
         if (!interrupt.signal.aborted) throw error;
-        progress.stop();
-        const kept = (await getJob(session, job.id)).counts.total;
-        ctx.note(`\nUpload interrupted: job ${job.id} keeps the ${kept} records received and stays open.\n`
-          + `Resume with: import-migrate run ${file} --resume ${job.id}\n`);
-        return { exit: EXIT_INTERRUPTED, json: { job: await getJob(session, job.id), interrupted: true }, text: '' };
       }
+      if (interrupt.signal.aborted) {
+        progress.stop();
+        // What the service says the job holds, never what this client believes it sent.
+        const held = await getJob(session, job.id);
+        const kept = upload?.total_records ?? held.counts.total;
+        ctx.note(`\nUpload interrupted: job ${job.id} keeps the ${number(kept)} records received and stays open.\n`
+          + `Resume with: ${ctx.hint(['run', file, '--resume', job.id])}\n`);
+        return { exit: EXIT_INTERRUPTED, json: { job: held, ...(upload ? { upload } : {}), interrupted: true }, text: '' };
+      }
+      upload = upload!;
       progress.uploaded(upload.received, fileSize);
       job = dataOf(await session.client.POST('/v1/data-import/migration-jobs/{job_id}/start/', { params: { path: { job_id: job.id } } }));
     } else {
@@ -52,6 +58,7 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
         return ctx.refuse(`job ${job.id} is ${job.state} with ${job.counts.total} of the ${lines} records of ${file}; `
           + 'it takes no more records: upload the rest in a new job');
       }
+      ctx.note(`resuming job ${job.id}: it is ${job.state} and holds all ${number(lines)} records of ${file}; nothing to upload\n`);
     }
 
     const end = await watchJob(session, job.id, progress, ctx.pollMs, interrupt.signal);
@@ -77,21 +84,22 @@ export async function watchCommand(ctx: CommandContext, jobId: string): Promise<
 }
 
 function detached(ctx: CommandContext, job: Job): CommandResult {
-  ctx.note(`\nStopped watching. Job ${job.id} goes on running on the service.\nRe-attach with: import-migrate watch ${job.id}\n`);
+  ctx.note(`\nStopped watching. Job ${job.id} goes on running on the service.\nRe-attach with: ${ctx.hint(['watch', job.id])}\n`);
   return { exit: EXIT_INTERRUPTED, json: { job, interrupted: true }, text: '' };
 }
 
 async function finish(ctx: CommandContext, job: Job, file: string | null, upload: UploadOutcome | null): Promise<CommandResult> {
   if (job.state === 'open') {
     return ctx.refuse(`job ${job.id} is open: it was never started; upload its records and start it with `
-      + `import-migrate run FILE --resume ${job.id}`);
+      + ctx.hint(['run', 'FILE', '--resume', job.id]));
   }
-  const failuresFile = file && job.counts.failed > 0 ? await writeFailures(ctx.session, job.id, file) : null;
+  const failures = job.counts.failed > 0 ? await collectFailures(ctx.session, job.id, file) : null;
+  const failuresFile = failures?.path ?? null;
   const allGood = job.counts.succeeded + job.counts.skipped === job.counts.total;
-  const hint = !file && job.counts.failed > 0 ? `Failed records: import-migrate results ${job.id} --outcome failed\n` : '';
+  const hint = !file && job.counts.failed > 0 ? `Failed records: ${ctx.hint(['results', job.id, '--outcome', 'failed'])}\n` : '';
   return {
     exit: allGood ? 0 : 1,
-    json: { job, ...(upload ? { upload } : {}), failures_file: failuresFile },
-    text: summary(job, failuresFile) + hint,
+    json: { job, ...(upload ? { upload } : {}), failures_file: failuresFile, ...(failures ? { failed: failures.split } : {}) },
+    text: summary(job, failuresFile, failures?.split) + hint,
   };
 }

@@ -5,9 +5,12 @@ import { createGunzip, createGzip } from 'node:zlib';
 import { ApiError, dataOf, UnreachableError, type ApiSession } from './api-session.ts';
 
 // Uploading a file to a job, streamed: the file is never held in memory. The job's counts.total
-// says how many records the service already has (D11: a cut upload keeps every complete line), so
+// says how many records the service already has (a cut upload keeps every complete line), so
 // an upload always sends the non-blank lines after that many: a first upload, `--resume`, and an
 // automatic retry after a dropped connection are the same code and never send a line twice.
+// Stopping (Ctrl-C) ends the body after the line being sent instead of cutting the connection, so
+// the service answers with the exact number of records the job holds (a cut connection leaves the
+// service still writing what it had received while the client asks).
 export interface UploadProgress { bytesRead: number; bytesTotal: number }
 export interface UploadOutcome { received: number; total_records: number; skipped: number }
 
@@ -35,6 +38,17 @@ export async function* linesAfter(source: AsyncIterable<Buffer>, skip: number): 
   }
 }
 
+/** The bytes of `source` until `stop` is aborted, then up to and including the next newline. */
+export async function* untilStopped(source: AsyncIterable<Buffer>, stop: AbortSignal): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    if (!stop.aborted) { yield chunk; continue; }
+    const end = chunk.indexOf(NEWLINE);
+    if (end < 0) { yield chunk; continue; }
+    yield chunk.subarray(0, end + 1);
+    return;
+  }
+}
+
 /** Counts the non-blank lines of FILE (used to tell whether a started job lacks some of them). */
 export async function countLines(file: string): Promise<number> {
   let count = 0;
@@ -54,27 +68,21 @@ function fileBytes(file: string, onRead: (bytes: number) => void): Readable {
   return isGzip(file) ? raw.pipe(createGunzip()) : raw;
 }
 
-async function uploadOnce(session: ApiSession, jobId: string, file: string, skip: number, onProgress: (p: UploadProgress) => void, signal: AbortSignal) {
+async function uploadOnce(session: ApiSession, jobId: string, file: string, skip: number, onProgress: (p: UploadProgress) => void, stop: AbortSignal) {
   const bytesTotal = (await stat(file)).size;
   let bytesRead = 0;
   const report = (bytes: number) => { bytesRead += bytes; onProgress({ bytesRead, bytesTotal }); };
-  // With nothing to skip the file goes as it is, gzip included; otherwise the lines after the skip,
-  // gzipped again when the file was, to keep the transfer small.
-  let body: Readable;
-  if (skip === 0) {
-    body = createReadStream(file);
-    body.on('data', (chunk) => report(chunk.length));
-  } else {
-    const rest = Readable.from(linesAfter(fileBytes(file, report), skip));
-    body = isGzip(file) ? rest.pipe(createGzip()) : rest;
-  }
+  // The lines after the skip, gzipped again when the file was, to keep the transfer small (level 1:
+  // the file is read as it is sent, so compressing must keep up). Always re-read, even with nothing
+  // to skip, so that a stop can end the body on a line boundary.
+  const rest = Readable.from(untilStopped(linesAfter(fileBytes(file, report), skip), stop));
+  const body = isGzip(file) ? rest.pipe(createGzip({ level: 1 })) : rest;
   const result = await session.client.POST('/v1/data-import/migration-jobs/{job_id}/records/', {
     params: { path: { job_id: jobId } },
     body: Readable.toWeb(body) as unknown as string,
     bodySerializer: (value: unknown) => value,
     headers: { 'content-type': 'application/x-ndjson', ...(isGzip(file) ? { 'content-encoding': 'gzip' } : {}) },
     fetch: session.sendOnce,
-    signal,
     duplex: 'half',
   } as never);
   body.destroy();
@@ -83,21 +91,24 @@ async function uploadOnce(session: ApiSession, jobId: string, file: string, skip
 
 /**
  * Uploads the lines of FILE the job does not have yet. A dropped connection or a busy service is
- * retried from the job's new counts.total; a refusal (not open, too large) is final.
+ * retried from the job's new counts.total; a refusal (not open, too large) is final. Once `stop` is
+ * aborted, the upload ends after the line in hand and what the job holds is returned.
  */
 export async function uploadRemaining(
-  session: ApiSession, jobId: string, file: string, onProgress: (p: UploadProgress) => void, signal: AbortSignal,
+  session: ApiSession, jobId: string, file: string, onProgress: (p: UploadProgress) => void, stop: AbortSignal,
 ): Promise<UploadOutcome> {
   let firstSkip: number | null = null;
   for (let attempt = 1; ; attempt++) {
     const job = dataOf(await session.client.GET('/v1/data-import/migration-jobs/{job_id}/', { params: { path: { job_id: jobId } } }));
     firstSkip ??= job.counts.total;
     const received = job.counts.total - firstSkip;
+    if (stop.aborted) return { received, total_records: job.counts.total, skipped: firstSkip };
     try {
-      const reply = await uploadOnce(session, jobId, file, job.counts.total, onProgress, signal);
+      const reply = await uploadOnce(session, jobId, file, job.counts.total, onProgress, stop);
       return { received: received + reply.received, total_records: reply.total_records, skipped: firstSkip };
     } catch (error) {
-      if (signal.aborted) throw error;
+      // Stopped and failed: the next turn reads what the job holds once the service has written it.
+      if (stop.aborted) { await settled(session, jobId); continue; }
       const transient = error instanceof UnreachableError
         || (error instanceof ApiError && [401, 408, 429, 502, 503, 504].includes(error.status))
         || (error instanceof TypeError);
@@ -107,5 +118,16 @@ export async function uploadRemaining(
       if (error instanceof ApiError && error.status === 401) session.expireToken();
       await new Promise((resolve) => setTimeout(resolve, session.retry.baseDelayMs * 2 ** (attempt - 1)));
     }
+  }
+}
+
+/** Waits (up to ~10 s) until the job's counts.total stops moving: a cut upload is still being written for a moment. */
+async function settled(session: ApiSession, jobId: string): Promise<void> {
+  let last = -1;
+  for (let steady = 0, tries = 0; steady < 2 && tries < 20; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const { total } = dataOf(await session.client.GET('/v1/data-import/migration-jobs/{job_id}/', { params: { path: { job_id: jobId } } })).counts;
+    steady = total === last ? steady + 1 : 0;
+    last = total;
   }
 }

@@ -1,7 +1,7 @@
 import { createWriteStream } from 'node:fs';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { dataOf, type ApiSession, type Job } from './api-session.ts';
+import { dataOf, type ApiSession, type Job, type RecordResult } from './api-session.ts';
 import type { Progress } from './progress.ts';
 
 // Following a job to its end by polling GET migration-jobs/<id>/ (D12). Ctrl-C stops the watching
@@ -67,9 +67,42 @@ export async function streamResults(
   await pipeline(Readable.fromWeb(body as never), target, { end: target !== process.stdout });
 }
 
-/** Writes FILE.<job id>.failed.ndjson with the failed records' results; returns its path. */
-export async function writeFailures(session: ApiSession, jobId: string, file: string): Promise<string> {
-  const path = `${file}.${jobId}.failed.ndjson`;
-  await streamResults(session, jobId, createWriteStream(path), { outcome: 'failed' });
-  return path;
+/**
+ * Failed records split by how far they got: before the account existed (the line could not be read,
+ * or the account step failed, so no service account number), or on an account that exists, where a
+ * later step (part of its history) failed.
+ */
+export interface FailureSplit { before_account: number; after_account: number }
+
+/**
+ * Reads the job's failed results once: counts them by FailureSplit and, given the run's FILE, writes
+ * them to FILE.<job id>.failed.ndjson (returned as `path`).
+ */
+export async function collectFailures(session: ApiSession, jobId: string, file: string | null): Promise<{ path: string | null; split: FailureSplit }> {
+  const path = file ? `${file}.${jobId}.failed.ndjson` : null;
+  const out = path ? createWriteStream(path) : null;
+  const split: FailureSplit = { before_account: 0, after_account: 0 };
+  let partial = '';
+  const count = (line: string) => {
+    if (line.trim() === '') return;
+    const result = JSON.parse(line) as RecordResult;
+    if (result.step === 'parse' || result.step === 'account' || result.service_account_number === null) split.before_account++;
+    else split.after_account++;
+  };
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop()!;
+      lines.forEach(count);
+      if (out) out.write(chunk, () => done());
+      else done();
+    },
+    final(done) {
+      count(partial);
+      if (out) out.end(() => done());
+      else done();
+    },
+  });
+  await streamResults(session, jobId, sink, { outcome: 'failed' });
+  return { path, split };
 }
