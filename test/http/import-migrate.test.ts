@@ -115,8 +115,8 @@ describe('import-migrate run', () => {
     assert.match(out.job.id, new RegExp(`^${UUID}$`));
     assert.deepEqual({ ...out, job: { ...out.job, id: 'ID', created_at: 'T', started_at: 'T', finished_at: 'T', records_per_minute: 0 } }, {
       job: {
-        id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: true, state: 'completed',
-        not_before: null, not_after: null, created_at: 'T', started_at: 'T', finished_at: 'T',
+        id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: true, state: 'completed', paused: false,
+        max_records_per_minute: null, not_before: null, not_after: null, created_at: 'T', started_at: 'T', finished_at: 'T',
         counts: { total: 3, pending: 0, running: 0, succeeded: 3, skipped: 0, failed: 0, cancelled: 0 },
         errors_by_code: [], records_per_minute: 0, eta_seconds: null,
       },
