@@ -245,6 +245,35 @@ describe('import-migrate job commands', () => {
     assert.deepEqual([job.id, job.state, job.counts.cancelled], [id, 'cancelled', 1]);
   });
 
+  test('pause and resume a job; resume of a job not paused is refused (exit 1)', async () => {
+    const auth = { authorization: `Token ${await token()}` };
+    const created = await request(server.url, 'POST', BASE, {
+      headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, not_before: '2099-01-01T00:00:00Z' },
+    });
+    const id = created.json.id as string;
+    await fetch(`${server.url}${BASE}${id}/records/`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: JSON.stringify(migrationRecord(tenant.supplier, false)),
+    });
+    await request(server.url, 'POST', `${BASE}${id}/start/`, { headers: auth });
+    const pause = await migrateCli('pause', id);
+    assert.deepEqual(pause, { status: 0, stderr: '', stdout:
+      `Job ${id} is paused: no record starts until it is resumed; 0 running finish.\nResume it with: import-migrate resume ${id}\n` });
+    const resume = await migrateCli('resume', id, '--json');
+    assert.equal(resume.status, 0, resume.stderr);
+    assert.deepEqual([JSON.parse(resume.stdout).state, JSON.parse(resume.stdout).paused], ['scheduled', false]);
+    const again = await migrateCli('resume', id);
+    assert.deepEqual(again, { status: 1, stdout: '', stderr: `import-migrate: Migration job "${id}" was not paused. (migration_job_not_paused, HTTP 400)\n` });
+    await request(server.url, 'POST', `${BASE}${id}/cancel/`, { headers: auth });
+  });
+
+  test('run --max-rate N throttles the job it creates', async () => {
+    const { path } = await file('throttled.ndjson', 2);
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--max-rate', '600', '--json');
+    assert.equal(run.status, 0, run.stderr);
+    const out = JSON.parse(run.stdout);
+    assert.deepEqual([out.job.state, out.job.max_records_per_minute, out.job.counts.succeeded], ['completed', 600, 2]);
+  });
+
   test('Ctrl-C while watching leaves the job as it is and says how to re-attach (exit 130)', async () => {
     const { path } = await file('later.ndjson', 2);
     const child = spawn(process.execPath, ['bin/import-migrate.js', 'run', path, '--supplier', tenant.supplier, '--team', tenant.team,
@@ -273,7 +302,7 @@ describe('import-migrate job commands', () => {
 });
 
 describe('import-migrate exit 2', () => {
-  const usage = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T]; import-migrate run FILE --resume JOB';
+  const usage = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T] [--max-rate N]; import-migrate run FILE --resume JOB';
   for (const [args, reason] of [
     [['bogus'], 'unknown command "bogus"; run import-migrate --help'],
     [[], 'no command given; run import-migrate --help'],
@@ -283,6 +312,9 @@ describe('import-migrate exit 2', () => {
     [['results', 'J', '--csv', '--json'], 'give --csv or --json, not both; usage: import-migrate results JOB [--outcome O] [--csv]'],
     [['status', 'J', '--outcome', 'failed'], '--outcome does not apply to status; usage: import-migrate status JOB'],
     [['status', 'J', '--frobnicate'], 'Unknown option \'--frobnicate\'; run import-migrate --help'],
+    [['run', 'x.ndjson', '--supplier', 'S', '--team', 'T', '--max-rate', '0'], `--max-rate must be a whole number of records a minute from 1 to 1000000; ${usage}`],
+    [['run', 'x.ndjson', '--resume', 'J', '--max-rate', '10'], `--resume takes no --max-rate: the job has them; ${usage}`],
+    [['pause'], 'missing JOB; usage: import-migrate pause JOB'],
   ] as Array<[string[], string]>) {
     test(`usage error: ${args.join(' ') || '(nothing)'}`, async () => {
       assert.deepEqual(await inProcess([...args, '--url', server.url]), { status: 2, stdout: '', stderr: `import-migrate: ${reason}\n` });
