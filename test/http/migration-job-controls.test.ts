@@ -147,16 +147,13 @@ describe('max_records_per_minute', () => {
       [{ max_records_per_minute: 0 }, invalid('min_value', 'Ensure this value is greater than or equal to 1.')],
       [{ max_records_per_minute: 1_000_001 }, invalid('max_value', 'Ensure this value is less than or equal to 1000000.')],
       [{}, invalid('required', 'This field is required.')],
+      [{ max_records_per_minute: 1.5 }, invalid('invalid', 'Expected an integer or null.')],
+      [{ max_records_per_minute: '10' }, invalid('invalid', 'Expected an integer or null.')],
+      [{ max_records_per_minute: 10, paused: true }, invalid('unknown_field', 'This field is not part of the documented payload and must not be sent.', 'paused')],
     ];
     for (const [body, expected] of cases) {
       const res = await patch(tenant, id, body);
       assert.deepEqual([res.status, res.json], [400, expected], JSON.stringify(body));
-    }
-    for (const body of [{ max_records_per_minute: 1.5 }, { max_records_per_minute: '10' }, { max_records_per_minute: 10, paused: true }]) {
-      const res = await patch(tenant, id, body);
-      assert.equal(res.status, 400, JSON.stringify(body));
-      assert.equal(res.json.code, 'invalid');
-      assert.equal(res.json.errors.length, 1);
     }
     const res = await call(t.app, 'POST', BASE, {
       token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, max_records_per_minute: -5 },
