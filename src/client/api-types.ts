@@ -322,7 +322,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Throttle the job (or lift its throttle)
+         * @description `max_records_per_minute`: at most this many of the job's records start a minute, spread evenly; `null` lifts the throttle. It takes effect at once, on a running job too, on every instance, and holds for a retry.
+         */
+        patch: operations["updateMigrationJob"];
         trace?: never;
     };
     "/v1/data-import/migration-jobs/{job_id}/records/": {
@@ -403,6 +407,46 @@ export interface paths {
          * @description They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict.
          */
         post: operations["retryMigrationJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/migration-jobs/{job_id}/pause/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause the job (state paused)
+         * @description No record of the job starts until it is resumed; records already running finish. Records waiting on the queue wait without using up their retries. Pausing a paused job changes nothing; a completed or cancelled job cannot be paused.
+         */
+        post: operations["pauseMigrationJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/migration-jobs/{job_id}/resume/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused job
+         * @description The job goes on from where it was: the records not started are sent to the workers again. `migration_job_not_paused`: the job was not paused with pause/ (a job shown paused because its supplier is paused goes on when the supplier is ongoing again); `migration_job_finished`: it is completed or cancelled.
+         */
+        post: operations["resumeMigrationJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -729,6 +773,11 @@ export interface components {
              * @description Records not started by this time are cancelled with migration_window_closed.
              */
             not_after?: string | null;
+            /**
+             * Format: int32
+             * @description At most this many of the job's records start a minute, evenly spread; null: as fast as the workers go.
+             */
+            max_records_per_minute?: number | null;
         };
         MigrationJob: {
             /**
@@ -740,10 +789,17 @@ export interface components {
             operations_team_name: string;
             dry_run: boolean;
             /**
-             * @description paused: the supplier is paused; the job goes on when it is ongoing again.
+             * @description paused: the job was paused (pause/), or its supplier is paused; records in flight finish, no other starts.
              * @enum {string}
              */
             state: "open" | "scheduled" | "queued" | "running" | "paused" | "completed" | "cancelled";
+            /** @description Paused by pause/ (resume/ undoes it). false while only the supplier is paused. */
+            paused: boolean;
+            /**
+             * Format: int32
+             * @description At most this many of the job's records start a minute, evenly spread; null: as fast as the workers go.
+             */
+            max_records_per_minute: number | null;
             /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
             not_before: string | null;
             /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
@@ -780,6 +836,13 @@ export interface components {
             received: number;
             /** @description Records of the job so far, across uploads. */
             total_records: number;
+        };
+        UpdateMigrationJobRequest: {
+            /**
+             * Format: int32
+             * @description At most this many of the job's records start a minute, evenly spread; null: as fast as the workers go.
+             */
+            max_records_per_minute: number | null;
         };
         MigrationJobRecordResult: {
             /** @description The record's line number, from 1, across all uploads of the job (blank lines not counted). */
@@ -3912,6 +3975,8 @@ export interface operations {
                      *         "operations_team_name": "Operations",
                      *         "dry_run": false,
                      *         "state": "open",
+                     *         "paused": false,
+                     *         "max_records_per_minute": null,
                      *         "not_before": null,
                      *         "not_after": null,
                      *         "created_at": "2025-03-04T10:20:00Z",
@@ -4036,6 +4101,8 @@ export interface operations {
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
                      *       "state": "open",
+                     *       "paused": false,
+                     *       "max_records_per_minute": null,
                      *       "not_before": null,
                      *       "not_after": null,
                      *       "created_at": "2025-03-04T10:20:00Z",
@@ -4182,6 +4249,8 @@ export interface operations {
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
                      *       "state": "open",
+                     *       "paused": false,
+                     *       "max_records_per_minute": null,
                      *       "not_before": null,
                      *       "not_after": null,
                      *       "created_at": "2025-03-04T10:20:00Z",
@@ -4251,6 +4320,178 @@ export interface operations {
                      * @example {
                      *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
                      *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateMigrationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "max_records_per_minute": 600
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateMigrationJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The job, with its new throttle. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team_name": "Operations",
+                     *       "dry_run": false,
+                     *       "state": "open",
+                     *       "paused": false,
+                     *       "max_records_per_minute": 600,
+                     *       "not_before": null,
+                     *       "not_after": null,
+                     *       "created_at": "2025-03-04T10:20:00Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": {
+                     *         "total": 1,
+                     *         "pending": 1,
+                     *         "running": 0,
+                     *         "succeeded": 0,
+                     *         "skipped": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "errors_by_code": [],
+                     *       "records_per_minute": 0,
+                     *       "eta_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJob"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `parse_error`. `max_records_per_minute` is missing, not a whole number from 1 to 1000000 or null, or another field is sent. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this value is greater than or equal to 1.",
+                     *           "code": "min_value",
+                     *           "attr": "max_records_per_minute"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBody"];
@@ -4600,6 +4841,8 @@ export interface operations {
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
                      *       "state": "queued",
+                     *       "paused": false,
+                     *       "max_records_per_minute": null,
                      *       "not_before": null,
                      *       "not_after": null,
                      *       "created_at": "2025-03-04T10:20:00Z",
@@ -4724,6 +4967,8 @@ export interface operations {
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
                      *       "state": "cancelled",
+                     *       "paused": false,
+                     *       "max_records_per_minute": null,
                      *       "not_before": null,
                      *       "not_after": null,
                      *       "created_at": "2025-03-04T10:20:00Z",
@@ -4848,6 +5093,8 @@ export interface operations {
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
                      *       "state": "queued",
+                     *       "paused": false,
+                     *       "max_records_per_minute": null,
                      *       "not_before": null,
                      *       "not_after": null,
                      *       "created_at": "2025-03-04T10:20:00Z",
@@ -4880,6 +5127,258 @@ export interface operations {
                      * @example {
                      *       "detail": "Migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\" is running: only a completed or cancelled job can be retried.",
                      *       "code": "migration_job_not_finished"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pauseMigrationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, now paused. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team_name": "Operations",
+                     *       "dry_run": false,
+                     *       "state": "paused",
+                     *       "paused": true,
+                     *       "max_records_per_minute": null,
+                     *       "not_before": null,
+                     *       "not_after": null,
+                     *       "created_at": "2025-03-04T10:20:00Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": {
+                     *         "total": 1,
+                     *         "pending": 1,
+                     *         "running": 0,
+                     *         "succeeded": 0,
+                     *         "skipped": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "errors_by_code": [],
+                     *       "records_per_minute": 0,
+                     *       "eta_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJob"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `migration_job_finished`. `invalid`: the job id is longer than 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\" is already completed.",
+                     *       "code": "migration_job_finished"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resumeMigrationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, now running. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "operations_team_name": "Operations",
+                     *       "dry_run": false,
+                     *       "state": "running",
+                     *       "paused": false,
+                     *       "max_records_per_minute": null,
+                     *       "not_before": null,
+                     *       "not_after": null,
+                     *       "created_at": "2025-03-04T10:20:00Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": {
+                     *         "total": 1,
+                     *         "pending": 1,
+                     *         "running": 0,
+                     *         "succeeded": 0,
+                     *         "skipped": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "errors_by_code": [],
+                     *       "records_per_minute": 0,
+                     *       "eta_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJob"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `migration_job_not_paused`, `migration_job_finished`. `invalid`: the job id is longer than 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\" was not paused.",
+                     *       "code": "migration_job_not_paused"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBody"];
@@ -5201,6 +5700,8 @@ export interface operations {
                      *           "operations_team_name": "Operations",
                      *           "dry_run": false,
                      *           "state": "running",
+                     *           "paused": false,
+                     *           "max_records_per_minute": null,
                      *           "not_before": null,
                      *           "not_after": null,
                      *           "created_at": "2025-03-04T10:20:00Z",

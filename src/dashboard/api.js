@@ -51,9 +51,13 @@ async function token() {
 }
 
 /** GET a JSON endpoint under /v1/data-import/; throws the D4 error body's detail on failure. */
-export async function get(path) {
+export const get = (path) => call('GET', path);
+/** POST to an endpoint under /v1/data-import/ that takes no body (a job's pause/, resume/). */
+export const post = (path) => call('POST', path);
+
+async function call(method, path) {
   const res = await fetch(`/v1/data-import/${path}`, {
-    headers: { authorization: `Token ${await token()}`, accept: 'application/json' }, credentials: 'omit',
+    method, headers: { authorization: `Token ${await token()}`, accept: 'application/json' }, credentials: 'omit',
   });
   const body = await res.json().catch(() => null);
   if (res.status === 401) { signOut(); throw new SignedOut(body?.detail ?? 'Please sign in again.'); }

@@ -3,7 +3,7 @@
 import { Component, h, render } from './vendor/preact.js';
 import htm from './vendor/htm.js';
 import uPlot from './vendor/uplot.js';
-import { get, isSignedIn, seg, signIn, signOut, SignedOut } from './api.js';
+import { get, isSignedIn, post, seg, signIn, signOut, SignedOut } from './api.js';
 
 const html = htm.bind(h);
 const REFRESH_MS = 5000;
@@ -88,7 +88,16 @@ function ErrorGroups({ groups, onPick }) {
   </table>`;
 }
 
-function Jobs({ jobs }) {
+const UNDER_WAY = ['scheduled', 'queued', 'running', 'paused'];
+
+/** Pause a job under way, or resume one paused with pause/ (one its supplier holds cannot be resumed here). */
+function JobControl({ job, onControl }) {
+  if (job.paused) return html`<button data-testid="job-resume" onClick=${() => onControl(job, 'resume')}>Resume</button>`;
+  if (UNDER_WAY.includes(job.state)) return html`<button data-testid="job-pause" onClick=${() => onControl(job, 'pause')}>Pause</button>`;
+  return null;
+}
+
+function Jobs({ jobs, onControl }) {
   if (jobs.length === 0) return html`<p class="muted" data-testid="no-jobs">No unfinished migration jobs.</p>`;
   return html`<div class="jobs">${jobs.map((job) => {
     const c = job.counts;
@@ -96,7 +105,8 @@ function Jobs({ jobs }) {
     const pct = c.total > 0 ? Math.round((done / c.total) * 1000) / 10 : 0;
     return html`<div class="card job" data-testid="job">
       <div class="job-head"><code>${job.id.slice(0, 8)}</code> <span class=${`state state-${job.state}`}>${job.state}</span>
-        ${job.dry_run ? html`<span class="state">dry run</span>` : ''} <span class="muted">${job.operations_team_name}</span></div>
+        ${job.dry_run ? html`<span class="state">dry run</span>` : ''} <span class="muted">${job.operations_team_name}</span>
+        <${JobControl} job=${job} onControl=${onControl} /></div>
       <div class="bar" title=${`${pct}%`}><div class="bar-ok" style=${{ width: `${c.total ? (c.succeeded + c.skipped) / c.total * 100 : 0}%` }}></div><div class="bar-failed" style=${{ width: `${c.total ? (c.failed + c.cancelled) / c.total * 100 : 0}%` }}></div></div>
       <div class="job-figures" data-testid="job-figures">${[
         `${nf.format(done)} / ${nf.format(c.total)} (${pct}%)`, `${nf.format(c.succeeded)} succeeded`, `${nf.format(c.failed)} failed`,
@@ -175,6 +185,13 @@ class App extends Component {
     }
   };
 
+  controlJob = async (job, action) => {
+    try {
+      await post(`migration-jobs/${seg(job.id)}/${action}/`);
+      await this.refresh();
+    } catch (error) { this.fail(error); }
+  };
+
   search = (event) => {
     event.preventDefault();
     const ext = event.currentTarget.elements.ext.value.trim();
@@ -205,7 +222,7 @@ class App extends Component {
         <${Counts} counts=${stats.counts} />
         <div class="grid">
           <section class="card"><h2>Accounts created per hour (last 48 hours, UTC)</h2><${HourlyChart} hours=${stats.created_per_hour} /></section>
-          <section class="card"><h2>Migration jobs</h2><${Jobs} jobs=${stats.jobs} /></section>
+          <section class="card"><h2>Migration jobs</h2><${Jobs} jobs=${stats.jobs} onControl=${this.controlJob} /></section>
         </div>
         <section class="card"><h2>Failing accounts by error</h2><${ErrorGroups} groups=${stats.errors_by_code} onPick=${this.showAccount} /></section>`}
     </main>`;

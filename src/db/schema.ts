@@ -114,6 +114,7 @@ export interface MigrationJobsTable {
   id: string; supplier_id: number; operations_team_id: number; dry_run: Generated<boolean>; state: Generated<string>;
   cancel_requested: Generated<boolean>; not_before: Date | null; not_after: Date | null; total_lines: Generated<number>;
   created_at: Generated<Date>; started_at: Date | null; finished_at: Date | null;
+  paused: Generated<boolean>; max_records_per_minute: number | null; throttle_tokens: number | null; throttle_at: Date | null;
 }
 export interface MigrationJobRecordsTable {
   job_id: string; line: number; external_account_number: string | null; record: Json<unknown> | null;

@@ -187,6 +187,16 @@ describe('the dashboard page', () => {
       await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
       if (process.env.UPDATE_SCREENSHOT === '1') await page.screenshot({ path: DOCS_SHOT });
 
+      // The job's card pauses and resumes it, with the signed-in key's token.
+      const jobUrl = `/v1/data-import/migration-jobs/${jobId}/`;
+      await page.getByTestId('job-pause').click();
+      await page.getByTestId('job-resume').waitFor();
+      assert.equal(await page.getByTestId('job').locator('.state').first().textContent(), 'paused');
+      assert.deepEqual(await call(t.app, 'GET', jobUrl, { token: tenant.token }).then((r) => [r.json.state, r.json.paused]), ['paused', true]);
+      await page.getByTestId('job-resume').click();
+      await page.getByTestId('job-pause').waitFor();
+      assert.deepEqual(await call(t.app, 'GET', jobUrl, { token: tenant.token }).then((r) => [r.json.state, r.json.paused]), ['running', false]);
+
       // An error example opens that account: its status, attempts and last error, as the API says.
       await page.getByTestId('example').filter({ hasText: country }).click();
       await page.getByTestId('account').waitFor();

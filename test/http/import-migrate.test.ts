@@ -121,8 +121,8 @@ describe('import-migrate run', () => {
     assert.match(out.job.id, new RegExp(`^${UUID}$`));
     assert.deepEqual({ ...out, job: { ...out.job, id: 'ID', created_at: 'T', started_at: 'T', finished_at: 'T', records_per_minute: 0 } }, {
       job: {
-        id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: true, state: 'completed',
-        not_before: null, not_after: null, created_at: 'T', started_at: 'T', finished_at: 'T',
+        id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: true, state: 'completed', paused: false,
+        max_records_per_minute: null, not_before: null, not_after: null, created_at: 'T', started_at: 'T', finished_at: 'T',
         counts: { total: 3, pending: 0, running: 0, succeeded: 3, skipped: 0, failed: 0, cancelled: 0 },
         errors_by_code: [], records_per_minute: 0, eta_seconds: null,
       },
@@ -256,6 +256,35 @@ describe('import-migrate job commands', () => {
     assert.deepEqual([job.id, job.state, job.counts.cancelled], [id, 'cancelled', 1]);
   });
 
+  test('pause and resume a job; resume of a job not paused is refused (exit 1)', async () => {
+    const auth = { authorization: `Token ${await token()}` };
+    const created = await request(server.url, 'POST', BASE, {
+      headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, not_before: '2099-01-01T00:00:00Z' },
+    });
+    const id = created.json.id as string;
+    await fetch(`${server.url}${BASE}${id}/records/`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: JSON.stringify(migrationRecord(tenant.supplier, false)),
+    });
+    await request(server.url, 'POST', `${BASE}${id}/start/`, { headers: auth });
+    const pause = await migrateCli('pause', id);
+    assert.deepEqual(pause, { status: 0, stderr: '', stdout:
+      `Job ${id} is paused: no record starts until it is resumed; 0 running finish.\nResume it with: import-migrate resume ${id}\n` });
+    const resume = await migrateCli('resume', id, '--json');
+    assert.equal(resume.status, 0, resume.stderr);
+    assert.deepEqual([JSON.parse(resume.stdout).state, JSON.parse(resume.stdout).paused], ['scheduled', false]);
+    const again = await migrateCli('resume', id);
+    assert.deepEqual(again, { status: 1, stdout: '', stderr: `import-migrate: Migration job "${id}" was not paused. (migration_job_not_paused, HTTP 400)\n` });
+    await request(server.url, 'POST', `${BASE}${id}/cancel/`, { headers: auth });
+  });
+
+  test('run --max-rate N throttles the job it creates', async () => {
+    const { path } = await file('throttled.ndjson', 2);
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--max-rate', '600', '--json');
+    assert.equal(run.status, 0, run.stderr);
+    const out = JSON.parse(run.stdout);
+    assert.deepEqual([out.job.state, out.job.max_records_per_minute, out.job.counts.succeeded], ['completed', 600, 2]);
+  });
+
   test('Ctrl-C while watching leaves the job as it is and says how to re-attach (exit 130)', async () => {
     const { path } = await file('later.ndjson', 2);
     const child = spawn(process.execPath, ['bin/import-migrate.js', 'run', path, '--supplier', tenant.supplier, '--team', tenant.team,
@@ -333,7 +362,8 @@ describe('import-migrate client details', () => {
 
   test('rates: a job of seconds says what it did in how long; a longer one, records a minute', () => {
     const job = (seconds: number, done: number): Job => ({
-      id: 'J', import_supplier: 'S', operations_team_name: 'T', dry_run: false, state: 'completed', not_before: null, not_after: null,
+      id: 'J', import_supplier: 'S', operations_team_name: 'T', dry_run: false, state: 'completed', paused: false, max_records_per_minute: null,
+      not_before: null, not_after: null,
       created_at: '2026-01-01T00:00:00Z', started_at: '2026-01-01T00:00:00Z', finished_at: new Date(Date.parse('2026-01-01T00:00:00Z') + seconds * 1000).toISOString(),
       counts: { total: done, pending: 0, running: 0, succeeded: done, skipped: 0, failed: 0, cancelled: 0 },
       errors_by_code: [], records_per_minute: 106, eta_seconds: null,
@@ -346,7 +376,7 @@ describe('import-migrate client details', () => {
 });
 
 describe('import-migrate exit 2', () => {
-  const usage = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T]; import-migrate run FILE --resume JOB';
+  const usage = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T] [--max-rate N]; import-migrate run FILE --resume JOB';
   for (const [args, reason] of [
     [['bogus'], 'unknown command "bogus"; run import-migrate --help'],
     [[], 'no command given; run import-migrate --help'],
@@ -356,6 +386,9 @@ describe('import-migrate exit 2', () => {
     [['results', 'J', '--csv', '--json'], 'give --csv or --json, not both; usage: import-migrate results JOB [--outcome O] [--csv]'],
     [['status', 'J', '--outcome', 'failed'], '--outcome does not apply to status; usage: import-migrate status JOB'],
     [['status', 'J', '--frobnicate'], 'Unknown option \'--frobnicate\'; run import-migrate --help'],
+    [['run', 'x.ndjson', '--supplier', 'S', '--team', 'T', '--max-rate', '0'], `--max-rate must be a whole number of records a minute from 1 to 1000000; ${usage}`],
+    [['run', 'x.ndjson', '--resume', 'J', '--max-rate', '10'], `--resume takes no --max-rate: the job has them; ${usage}`],
+    [['pause'], 'missing JOB; usage: import-migrate pause JOB'],
   ] as Array<[string[], string]>) {
     test(`usage error: ${args.join(' ') || '(nothing)'}`, async () => {
       assert.deepEqual(await inProcess([...args, '--url', server.url]), { status: 2, stdout: '', stderr: `import-migrate: ${reason}\n` });

@@ -85,8 +85,8 @@ describe('POST migration-jobs/', () => {
     assert.match(res.json.id, UUID);
     assert.match(res.json.created_at, UTC);
     assert.deepEqual({ ...res.json, id: 'ID', created_at: 'AT' }, {
-      id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: false, state: 'open',
-      not_before: null, not_after: null, created_at: 'AT', started_at: null, finished_at: null,
+      id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: false, state: 'open', paused: false,
+      max_records_per_minute: null, not_before: null, not_after: null, created_at: 'AT', started_at: null, finished_at: null,
       counts: ZERO, errors_by_code: [], records_per_minute: 0, eta_seconds: null,
     });
   });

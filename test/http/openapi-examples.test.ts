@@ -31,7 +31,7 @@ const byId = new Map(operations.map((o) => [o.op.operationId as string, o]));
 const STORY: Array<[operationId: string, status: number]> = [
   ['obtainToken', 200], ['validateAccount', 200], ['stageAccount', 201], ['createAccount', 201], ['importNotes', 201],
   ['importStatements', 201], ['importTransactions', 201], ['importPaymentInstruction', 201],
-  ['createMigrationJob', 201], ['uploadMigrationJobRecords', 200],
+  ['createMigrationJob', 201], ['uploadMigrationJobRecords', 200], ['updateMigrationJob', 200],
 ];
 
 describe('the request examples of the OpenAPI document', () => {

@@ -3,9 +3,9 @@ import { parseArgs } from 'node:util';
 import { ApiError, ApiSession, UnreachableError } from './api-session.ts';
 import type { CommandContext, CommandResult, Flags } from './command-context.ts';
 import { CONVERT_SYNOPSIS, convertCommand } from './convert/convert-command.ts';
-import { cancelCommand, jobsCommand, resultsCommand, retryCommand, statusCommand } from './job-commands.ts';
+import { cancelCommand, jobsCommand, pauseCommand, resultsCommand, resumeCommand, retryCommand, statusCommand } from './job-commands.ts';
 import { plainProgress, terminalProgress } from './progress.ts';
-import { runFile, watchCommand } from './run-command.ts';
+import { maxRate, runFile, watchCommand } from './run-command.ts';
 
 // import-migrate (D12): the supplier's migration client. It talks to the service over HTTP only.
 // Exit status: 0 every record succeeded or was skipped (or the command did what it said); 1 a record
@@ -28,8 +28,8 @@ interface CommandSpec { args: string[]; options: string[]; synopsis: string; run
 
 const COMMANDS: Record<string, CommandSpec> = {
   run: {
-    args: ['FILE'], options: ['supplier', 'team', 'dry-run', 'not-before', 'not-after', 'resume'],
-    synopsis: 'run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T]\n  import-migrate run FILE --resume JOB',
+    args: ['FILE'], options: ['supplier', 'team', 'dry-run', 'not-before', 'not-after', 'max-rate', 'resume'],
+    synopsis: 'run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T] [--max-rate N]\n  import-migrate run FILE --resume JOB',
     run: (ctx, [file]) => runFile(ctx, file!),
   },
   watch: { args: ['JOB'], options: [], synopsis: 'watch JOB', run: (ctx, [job]) => watchCommand(ctx, job!) },
@@ -37,13 +37,15 @@ const COMMANDS: Record<string, CommandSpec> = {
   results: { args: ['JOB'], options: ['outcome', 'csv'], synopsis: 'results JOB [--outcome O] [--csv]', run: (ctx, [job]) => resultsCommand(ctx, job!) },
   cancel: { args: ['JOB'], options: [], synopsis: 'cancel JOB', run: (ctx, [job]) => cancelCommand(ctx, job!) },
   retry: { args: ['JOB'], options: [], synopsis: 'retry JOB', run: (ctx, [job]) => retryCommand(ctx, job!) },
+  pause: { args: ['JOB'], options: [], synopsis: 'pause JOB', run: (ctx, [job]) => pauseCommand(ctx, job!) },
+  resume: { args: ['JOB'], options: [], synopsis: 'resume JOB', run: (ctx, [job]) => resumeCommand(ctx, job!) },
   jobs: { args: [], options: ['supplier'], synopsis: 'jobs --supplier CODE', run: (ctx) => jobsCommand(ctx) },
 };
 
 const OPTIONS = {
   url: { type: 'string' }, 'api-key': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   supplier: { type: 'string' }, team: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'not-before': { type: 'string' },
-  'not-after': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
+  'not-after': { type: 'string' }, 'max-rate': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
   mapping: { type: 'string' }, out: { type: 'string' }, init: { type: 'boolean' },
 } as const;
 /** convert works offline: it takes no service option, and only these. */
@@ -127,11 +129,14 @@ function checkCommandLine(name: string, command: CommandSpec, args: string[], fl
     if (!GLOBAL_OPTIONS.has(option) && !command.options.includes(option)) throw new UsageError(`--${option} does not apply to ${name}`);
   }
   if (name === 'run') {
-    const creating = ['supplier', 'team', 'dry-run', 'not-before', 'not-after'].filter((o) => flags[o] !== undefined);
+    const creating = ['supplier', 'team', 'dry-run', 'not-before', 'not-after', 'max-rate'].filter((o) => flags[o] !== undefined);
     if (flags.resume !== undefined && creating.length > 0) throw new UsageError(`--resume takes no --${creating[0]}: the job has them`);
     if (flags.resume === undefined && (!flags.supplier || !flags.team)) throw new UsageError('give --supplier and --team, or --resume JOB');
     for (const option of ['not-before', 'not-after']) {
       if (flags[option] !== undefined && !UTC.test(flags[option] as string)) throw new UsageError(`--${option} must be a UTC time like 2026-01-31T22:00:00Z`);
+    }
+    if (flags['max-rate'] !== undefined && maxRate(flags['max-rate'] as string) === undefined) {
+      throw new UsageError('--max-rate must be a whole number of records a minute from 1 to 1000000');
     }
   }
   if (name === 'jobs' && !flags.supplier) throw new UsageError('--supplier is required');
@@ -168,6 +173,8 @@ export function usage(): string {
     'run creates a job, uploads FILE (.ndjson or .ndjson.gz) streaming, starts the job and watches it;',
     'failed records go to FILE.<job id>.failed.ndjson. --resume JOB uploads the lines after the job\'s',
     'counts.total, then goes on the same way. Ctrl-C while watching leaves the job running.',
+    '--max-rate N starts at most N of the job\'s records a minute (the job\'s max_records_per_minute).',
+    'pause stops the job starting records (those running finish); resume goes on from where it was.',
     '',
     'convert turns legacy CSV exports into a book (NDJSON, gzip when the name ends .gz) as the YAML mapping',
     'says, offline; rows it cannot map go to BOOK.rejects.csv. --init prints a starting mapping from the',

@@ -27,6 +27,27 @@ export async function retryCommand(ctx: CommandContext, jobId: string): Promise<
   };
 }
 
+export async function pauseCommand(ctx: CommandContext, jobId: string): Promise<CommandResult> {
+  const job = dataOf(await ctx.session.client.POST('/v1/data-import/migration-jobs/{job_id}/pause/', jobPath(jobId)));
+  return {
+    exit: 0, json: job,
+    text: `Job ${job.id} is ${job.state}: no record starts until it is resumed; ${number(job.counts.running)} running finish.
+`
+      + `Resume it with: import-migrate resume ${job.id}
+`,
+  };
+}
+
+export async function resumeCommand(ctx: CommandContext, jobId: string): Promise<CommandResult> {
+  const job = dataOf(await ctx.session.client.POST('/v1/data-import/migration-jobs/{job_id}/resume/', jobPath(jobId)));
+  return {
+    exit: 0, json: job,
+    text: `Job ${job.id} is ${job.state}: ${number(job.counts.pending)} records left to run.
+Follow it with: import-migrate watch ${job.id}
+`,
+  };
+}
+
 /** NDJSON (or CSV) streamed straight to stdout; with --json, one object holding the parsed results. */
 export async function resultsCommand(ctx: CommandContext, jobId: string): Promise<CommandResult> {
   const outcome = ctx.flags.outcome as string | undefined;

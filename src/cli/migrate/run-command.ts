@@ -9,6 +9,12 @@ import { collectFailures, getJob, interruptOnCtrlC, watchJob } from './watch.ts'
 // lacks, start it, watch it to the end, write the failures file and print the summary (D12).
 export const EXIT_INTERRUPTED = 130;
 
+/** --max-rate N: records a minute, as the service takes max_records_per_minute. */
+export function maxRate(raw: string): number | undefined {
+  const value = Number(raw);
+  return /^\d+$/.test(raw) && value >= 1 && value <= 1_000_000 ? value : undefined;
+}
+
 export async function runFile(ctx: CommandContext, file: string): Promise<CommandResult> {
   const { session, flags } = ctx;
   const fileSize = (await stat(file)).size;
@@ -22,6 +28,7 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
         ...(flags['dry-run'] ? { dry_run: true } : {}),
         ...(flags['not-before'] ? { not_before: flags['not-before'] as string } : {}),
         ...(flags['not-after'] ? { not_after: flags['not-after'] as string } : {}),
+        ...(flags['max-rate'] ? { max_records_per_minute: maxRate(flags['max-rate'] as string)! } : {}),
       },
     }));
     ctx.note(`created job ${job.id} for supplier ${job.import_supplier}\n`);

@@ -1,6 +1,6 @@
 import { EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
 import { DEMO } from '../admin/demo-seed.ts';
-import type { CreateJobBody, Job, RecordResult, UploadReply } from './migration-jobs.schemas.ts';
+import type { CreateJobBody, Job, RecordResult, UpdateJobBody, UploadReply } from './migration-jobs.schemas.ts';
 
 // OpenAPI examples: a job for the demo supplier, one record of another demo account.
 
@@ -16,11 +16,15 @@ export const UPLOAD_RECORDS = `${JSON.stringify({ account: RECORD_ACCOUNT, notes
 export const UPLOADED: UploadReply = { received: 1, total_records: 1 };
 
 export const JOB: Job = {
-  id: EXAMPLE_JOB_ID, import_supplier: DEMO.supplier, operations_team_name: DEMO.team, dry_run: false, state: 'open',
+  id: EXAMPLE_JOB_ID, import_supplier: DEMO.supplier, operations_team_name: DEMO.team, dry_run: false, state: 'open', paused: false,
+  max_records_per_minute: null,
   not_before: null, not_after: null, created_at: '2025-03-04T10:20:00Z', started_at: null, finished_at: null,
   counts: { total: 1, pending: 1, running: 0, succeeded: 0, skipped: 0, failed: 0, cancelled: 0 },
   errors_by_code: [], records_per_minute: 0, eta_seconds: null,
 };
+
+/** The uploaded job, throttled before it starts. */
+export const THROTTLE_JOB: UpdateJobBody = { max_records_per_minute: 600 };
 
 export const RECORD_RESULT: RecordResult = {
   line: 1, external_account_number: 'DEMO-0002', outcome: 'failed', step: 'account', created: null, service_account_number: null,
@@ -46,4 +50,9 @@ export const ACTION_REFUSED = {
   start: { detail: `Migration job "${EXAMPLE_JOB_ID}" has no records: upload some before starting it.`, code: 'migration_job_empty' },
   cancel: { detail: `Migration job "${EXAMPLE_JOB_ID}" is already completed.`, code: 'migration_job_finished' },
   retry: { detail: `Migration job "${EXAMPLE_JOB_ID}" is running: only a completed or cancelled job can be retried.`, code: 'migration_job_not_finished' },
+  pause: { detail: `Migration job "${EXAMPLE_JOB_ID}" is already completed.`, code: 'migration_job_finished' },
+  resume: { detail: `Migration job "${EXAMPLE_JOB_ID}" was not paused.`, code: 'migration_job_not_paused' },
 };
+
+export const THROTTLE_REFUSED = { detail: 'The request failed validation.', code: 'invalid', errors: [
+  { detail: 'Ensure this value is greater than or equal to 1.', code: 'min_value', attr: 'max_records_per_minute' }] };

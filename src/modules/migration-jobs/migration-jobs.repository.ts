@@ -24,18 +24,23 @@ export interface JobRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  /** Paused by its own control (pause/), not by its supplier. */
+  paused: boolean;
+  max_records_per_minute: number | null;
 }
 
 const JOB_COLUMNS = sql`j.id::text AS id, j.supplier_id, s.code AS supplier_code, s.status AS supplier_status,
   s.organisation_id, j.operations_team_id, t.name AS operations_team_name, j.dry_run, j.state, j.cancel_requested,
-  j.not_before, j.not_after, j.total_lines, j.created_at, j.started_at, j.finished_at`;
+  j.not_before, j.not_after, j.total_lines, j.created_at, j.started_at, j.finished_at, j.paused, j.max_records_per_minute`;
 const JOB_FROM = sql`migration_jobs j JOIN import_suppliers s ON s.id = j.supplier_id JOIN operations_teams t ON t.id = j.operations_team_id`;
 
 export async function insertJob(db: Db, job: {
   id: string; supplierId: number; teamId: number; dryRun: boolean; notBefore: string | null; notAfter: string | null;
+  maxRecordsPerMinute: number | null;
 }): Promise<void> {
-  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, not_before, not_after)
-    VALUES (${job.id}::uuid, ${job.supplierId}, ${job.teamId}, ${job.dryRun}, ${job.notBefore}::timestamptz, ${job.notAfter}::timestamptz)`.execute(db);
+  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, not_before, not_after, max_records_per_minute)
+    VALUES (${job.id}::uuid, ${job.supplierId}, ${job.teamId}, ${job.dryRun}, ${job.notBefore}::timestamptz, ${job.notAfter}::timestamptz,
+      ${job.maxRecordsPerMinute}::integer)`.execute(db);
 }
 
 /** The job if it belongs to the organisation (another organisation's job is an unknown one). */
@@ -61,13 +66,46 @@ export async function listJobs(db: Db, supplierId: number, limit: number, after?
 
 export async function updateJob(db: Db, id: string, changes: {
   state?: StoredJobState; cancelRequested?: boolean; startedNow?: boolean; finishedNow?: boolean; clearFinished?: boolean;
+  paused?: boolean;
 }): Promise<void> {
+  // A job that ends is no longer paused: a retry runs it.
   await sql`UPDATE migration_jobs SET
       state = COALESCE(${changes.state ?? null}::text, state),
       cancel_requested = COALESCE(${changes.cancelRequested ?? null}::boolean, cancel_requested),
+      paused = CASE WHEN ${changes.finishedNow === true} THEN false ELSE COALESCE(${changes.paused ?? null}::boolean, paused) END,
       started_at = CASE WHEN ${changes.startedNow === true} THEN COALESCE(started_at, now()) ELSE started_at END,
       finished_at = CASE WHEN ${changes.finishedNow === true} THEN now() WHEN ${changes.clearFinished === true} THEN NULL ELSE finished_at END
     WHERE id = ${id}::uuid`.execute(db);
+}
+
+/** A new throttle (or none) starts with a fresh bucket. */
+export async function setThrottle(db: Db, id: string, maxRecordsPerMinute: number | null): Promise<void> {
+  await sql`UPDATE migration_jobs SET max_records_per_minute = ${maxRecordsPerMinute}::integer, throttle_tokens = NULL, throttle_at = NULL
+    WHERE id = ${id}::uuid`.execute(db);
+}
+
+/** What the dispatcher may send now: nothing while paused; with a throttle, what its bucket holds. */
+export interface DispatchAllowance { paused: boolean; records: number; nextTokenMs: number | null }
+
+/**
+ * The job's throttle as a token bucket on its row, under the row's lock, so the dispatchers of every
+ * instance draw on one bucket: it fills at max_records_per_minute / 60 records a second, up to two
+ * seconds' worth (at least one record), so the records start evenly rather than in a burst each
+ * minute. Takes up to `room` records from it. The store's clock, never an instance's.
+ */
+export async function takeDispatchAllowance(trx: Transaction<Database>, jobId: string, room: number): Promise<DispatchAllowance> {
+  const { rows } = await sql<{ paused: boolean; rate: number | null; tokens: number | null }>`
+    SELECT paused, max_records_per_minute AS rate,
+      LEAST(GREATEST(1, max_records_per_minute / 30.0), COALESCE(throttle_tokens
+        + max_records_per_minute / 60.0 * GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - throttle_at)), 1))::float8 AS tokens
+    FROM migration_jobs WHERE id = ${jobId}::uuid FOR UPDATE`.execute(trx);
+  const row = rows[0];
+  if (!row) return { paused: false, records: 0, nextTokenMs: null };
+  if (row.rate === null || row.tokens === null) return { paused: row.paused, records: row.paused ? 0 : room, nextTokenMs: null };
+  const records = row.paused ? 0 : Math.max(0, Math.min(room, Math.floor(row.tokens)));
+  const left = row.tokens - records;
+  await sql`UPDATE migration_jobs SET throttle_tokens = ${left}, throttle_at = clock_timestamp() WHERE id = ${jobId}::uuid`.execute(trx);
+  return { paused: row.paused, records, nextTokenMs: left >= 1 ? 0 : Math.ceil(((1 - left) * 60_000) / row.rate) };
 }
 
 /** The first record a worker claims moves a queued or scheduled job to running. */
@@ -192,7 +230,7 @@ export interface WorkerJobRow extends JobRow { supplier: Supplier }
 
 /**
  * A worker's one statement per record: the job (with its supplier) and, when the job is under way
- * and its supplier not paused, the record claimed as claimRecord does. `record` is undefined when
+ * and neither it nor its supplier is paused, the record claimed as claimRecord does. `record` is undefined when
  * nothing was claimed (the job ended, was never started, is paused, or the record is finished).
  */
 export async function claimRecordWithJob(db: Db, jobId: string, line: number): Promise<{ job?: WorkerJobRow; record?: RecordRow }> {
@@ -209,7 +247,7 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
       UPDATE migration_job_records r SET outcome = 'running', attempts = r.attempts + 1
       FROM job
       WHERE r.job_id = ${jobId}::uuid AND r.line = ${line} AND r.outcome IN ('pending', 'running')
-        AND job.state IN ('queued', 'scheduled', 'running') AND job.supplier_status <> 'paused'
+        AND job.state IN ('queued', 'scheduled', 'running') AND job.supplier_status <> 'paused' AND NOT job.paused
       RETURNING r.line, r.external_account_number, r.record, r.outcome, r.step, r.created, r.service_account_number,
         r.errors, r.attempts, r.finished_at
     )

@@ -9,10 +9,11 @@ import type { RouteDeps } from '../../http/route-deps.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
 import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/account-data.examples.ts';
 import {
-  ACTION_REFUSED, CREATE_JOB, JOB, JOB_NOT_FOUND, JOB_NOT_OPEN, RECORD_RESULT, UPLOAD_CUT_OFF, UPLOAD_RECORDS, UPLOAD_TOO_LARGE, UPLOADED,
+  ACTION_REFUSED, CREATE_JOB, JOB, JOB_NOT_FOUND, JOB_NOT_OPEN, RECORD_RESULT, THROTTLE_JOB, THROTTLE_REFUSED, UPLOAD_CUT_OFF, UPLOAD_RECORDS,
+  UPLOAD_TOO_LARGE, UPLOADED,
 } from './migration-jobs.examples.ts';
 import {
-  CreateJobBody, Job, JobList, JobPathParams, ListJobsQuery, RecordResult, RecordsQuery, UploadReply,
+  CreateJobBody, Job, JobList, JobPathParams, ListJobsQuery, RecordResult, RecordsQuery, UpdateJobBody, UploadReply,
 } from './migration-jobs.schemas.ts';
 import * as jobs from './migration-jobs.service.ts';
 import { idleLimited } from './upload-idle.ts';
@@ -37,7 +38,21 @@ const ACTIONS = {
     description: 'They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict.',
     refusals: ['migration_job_not_finished'], refused: ACTION_REFUSED.retry, state: 'queued',
   },
+  pause: {
+    operationId: 'pauseMigrationJob', summary: 'Pause the job (state paused)',
+    description: 'No record of the job starts until it is resumed; records already running finish. Records waiting on the queue '
+      + 'wait without using up their retries. Pausing a paused job changes nothing; a completed or cancelled job cannot be paused.',
+    refusals: ['migration_job_finished'], refused: ACTION_REFUSED.pause, state: 'paused',
+  },
+  resume: {
+    operationId: 'resumeMigrationJob', summary: 'Resume a paused job',
+    description: 'The job goes on from where it was: the records not started are sent to the workers again. '
+      + '`migration_job_not_paused`: the job was not paused with pause/ (a job shown paused because its supplier is paused goes on '
+      + 'when the supplier is ongoing again); `migration_job_finished`: it is completed or cancelled.',
+    refusals: ['migration_job_not_paused', 'migration_job_finished'], refused: ACTION_REFUSED.resume, state: 'running',
+  },
 } as const;
+const RUN = { start: jobs.startJob, cancel: jobs.cancelJob, retry: jobs.retryJob, pause: jobs.pauseJob, resume: jobs.resumeJob } as const;
 const NO_JOB = refusal(['not_found'], JOB_NOT_FOUND, { note: 'No such job of the caller\'s organisation.' });
 const BAD_ID = { detail: 'The request failed validation.', code: 'invalid', errors: [
   { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'job_id' }] };
@@ -152,24 +167,37 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin,
     }
   });
 
-  for (const action of ['start', 'cancel', 'retry'] as const) {
+  app.patch('/migration-jobs/:job_id/', {
+    schema: {
+      tags: TAGS, operationId: 'updateMigrationJob', summary: 'Throttle the job (or lift its throttle)',
+      description: '`max_records_per_minute`: at most this many of the job\'s records start a minute, spread evenly; `null` lifts '
+        + 'the throttle. It takes effect at once, on a running job too, on every instance, and holds for a retry.',
+      params: JobPathParams,
+      body: UpdateJobBody,
+      requestExample: THROTTLE_JOB,
+      response: {
+        200: answer(Job, 'The job, with its new throttle.', { ...JOB, ...THROTTLE_JOB }),
+        400: refusal(['invalid', 'parse_error'], THROTTLE_REFUSED, {
+          note: '`max_records_per_minute` is missing, not a whole number from 1 to 1000000 or null, or another field is sent.',
+        }),
+        404: NO_JOB,
+      },
+    },
+  }, async (request) => jobs.updateJob(deps, callerOf(request), request.params.job_id, request.body));
+
+  for (const action of ['start', 'cancel', 'retry', 'pause', 'resume'] as const) {
     const docs = ACTIONS[action];
     app.post(`/migration-jobs/:job_id/${action}/`, {
       schema: {
         tags: TAGS, operationId: docs.operationId, summary: docs.summary, description: docs.description,
         params: JobPathParams,
         response: {
-          200: answer(Job, `The job, now ${docs.state}.`, { ...JOB, state: docs.state }),
+          200: answer(Job, `The job, now ${docs.state}.`, { ...JOB, state: docs.state, paused: docs.state === 'paused' }),
           400: refusal(['invalid', ...docs.refusals], docs.refused, { note: '`invalid`: the job id is longer than 100 characters.' }),
           404: NO_JOB,
         },
       },
-    }, async (request) => {
-      const caller = callerOf(request);
-      const id = request.params.job_id;
-      return action === 'start' ? jobs.startJob(deps, caller, id)
-        : action === 'cancel' ? jobs.cancelJob(deps, caller, id) : jobs.retryJob(deps, caller, id);
-    });
+    }, async (request) => RUN[action](deps, callerOf(request), request.params.job_id));
   }
 
   app.get('/migration-jobs/:job_id/records/', {

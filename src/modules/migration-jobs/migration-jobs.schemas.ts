@@ -11,6 +11,11 @@ export const JOB_STATES = ['open', 'scheduled', 'queued', 'running', 'paused', '
 export type JobState = (typeof JOB_STATES)[number];
 export const STORED_JOB_STATES = ['open', 'scheduled', 'queued', 'running', 'completed', 'cancelled'] as const;
 export type StoredJobState = (typeof STORED_JOB_STATES)[number];
+/** The stored states of a job under way: shown as `paused` while the job or its supplier is paused. */
+export const ACTIVE_JOB_STATES: readonly StoredJobState[] = ['scheduled', 'queued', 'running'];
+export const isActive = (state: StoredJobState): boolean => ACTIVE_JOB_STATES.includes(state);
+/** The stored states of a job that has ended. */
+export const isFinished = (state: StoredJobState): boolean => state === 'completed' || state === 'cancelled';
 
 export const RECORD_OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'] as const;
 export type RecordOutcome = (typeof RECORD_OUTCOMES)[number];
@@ -20,14 +25,26 @@ export type RecordStep = (typeof RECORD_STEPS)[number];
 
 export const JobId = Type.String({ format: 'uuid', description: 'The job id (a UUID).' });
 
+export const MAX_RECORDS_PER_MINUTE = 1_000_000;
+const MaxRecordsPerMinute = Type.Integer({
+  minimum: 1, maximum: MAX_RECORDS_PER_MINUTE, format: 'int32',
+  description: 'At most this many of the job\'s records start a minute, evenly spread; null: as fast as the workers go.',
+});
+
 export const CreateJobBody = Type.Object({
   import_supplier: ImportSupplierCode,
   operations_team_name: RequiredText(100, { description: 'The operations team the accounts are created for.' }),
   dry_run: Type.Optional(Type.Boolean({ description: 'Validate, stage and dry-run create each account; import nothing else.' })),
   not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
   not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
+  max_records_per_minute: Type.Optional(Nullable(MaxRecordsPerMinute)),
 }, { $id: 'CreateMigrationJobRequest', additionalProperties: false });
 export type CreateJobBody = Static<typeof CreateJobBody>;
+
+export const UpdateJobBody = Type.Object({
+  max_records_per_minute: Nullable(MaxRecordsPerMinute),
+}, { $id: 'UpdateMigrationJobRequest', additionalProperties: false });
+export type UpdateJobBody = Static<typeof UpdateJobBody>;
 
 export const JobCounts = Type.Object({
   total: Type.Integer({ description: 'Records uploaded: always the sum of the other counts.' }),
@@ -46,7 +63,9 @@ export const Job = Type.Object({
   import_supplier: Type.String(),
   operations_team_name: Type.String(),
   dry_run: Type.Boolean(),
-  state: Choice(JOB_STATES, 'paused: the supplier is paused; the job goes on when it is ongoing again.'),
+  state: Choice(JOB_STATES, 'paused: the job was paused (pause/), or its supplier is paused; records in flight finish, no other starts.'),
+  paused: Type.Boolean({ description: 'Paused by pause/ (resume/ undoes it). false while only the supplier is paused.' }),
+  max_records_per_minute: Nullable(MaxRecordsPerMinute),
   not_before: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
   not_after: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
   created_at: Type.String({ description: 'UTC, YYYY-MM-DDTHH:MM:SSZ.' }),

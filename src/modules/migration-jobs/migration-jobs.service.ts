@@ -11,8 +11,8 @@ import { findTeamByName } from '../admin/admin.repository.ts';
 import type { Caller } from '../../core/caller.ts';
 import * as repo from './migration-jobs.repository.ts';
 import {
-  CSV_COLUMNS, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordOutcome,
-  type RecordResult, type UploadReply,
+  CSV_COLUMNS, isActive, isFinished, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordOutcome,
+  type RecordResult, type UpdateJobBody, type UploadReply,
 } from './migration-jobs.schemas.ts';
 import { ndjsonLines, UploadLimitExceeded, type Line } from './ndjson-lines.ts';
 import { UploadStalled } from './upload-idle.ts';
@@ -63,7 +63,10 @@ export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Pr
     });
   }
   const id = randomUUID();
-  await repo.insertJob(db, { id, supplierId: supplier.id, teamId: team.id, dryRun: body.dry_run === true, notBefore, notAfter });
+  await repo.insertJob(db, {
+    id, supplierId: supplier.id, teamId: team.id, dryRun: body.dry_run === true, notBefore, notAfter,
+    maxRecordsPerMinute: body.max_records_per_minute ?? null,
+  });
   return jobView(db, (await repo.findJob(db, id))!);
 }
 
@@ -113,13 +116,15 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
     await repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES)];
   const perMinute = Math.round((recent / rateWindowMinutes(row)) * 10) / 10;
   const left = counts.pending + counts.running;
-  const active = ['queued', 'running', 'scheduled'].includes(row.state);
+  const active = isActive(row.state);
   return {
     id: row.id,
     import_supplier: row.supplier_code,
     operations_team_name: row.operations_team_name,
     dry_run: row.dry_run,
     state: shownState(row),
+    paused: row.paused,
+    max_records_per_minute: row.max_records_per_minute,
     not_before: row.not_before ? utcSeconds(row.not_before) : null,
     not_after: row.not_after ? utcSeconds(row.not_after) : null,
     created_at: utcSeconds(row.created_at),
@@ -132,9 +137,9 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
   };
 }
 
-/** `paused` is the supplier's state showing through a job that would otherwise run. */
+/** `paused` is the job's own pause, or its supplier's, showing through a job that would otherwise run. */
 function shownState(row: repo.JobRow): JobState {
-  if (row.supplier_status === 'paused' && ['queued', 'running', 'scheduled'].includes(row.state)) return 'paused';
+  if ((row.paused || row.supplier_status === 'paused') && isActive(row.state)) return 'paused';
   if (row.state === 'scheduled' && row.not_before && row.not_before.getTime() <= Date.now()) return 'queued';
   return row.state;
 }
@@ -249,9 +254,7 @@ export async function cancelJob(deps: JobsDeps, caller: Caller, id: string): Pro
   const found = await requireJob(deps.db, caller, id);
   await deps.db.transaction().execute(async (trx) => {
     const job = (await repo.lockJob(trx, found.id))!;
-    if (job.state === 'completed' || job.state === 'cancelled') {
-      throw new AppError('migration_job_finished', `Migration job "${job.id}" is already ${job.state}.`);
-    }
+    if (isFinished(job.state)) throw finishedAlready(job);
     await repo.cancelPending(trx, job.id, []);
     const { running } = await repo.hasUnfinished(trx, job.id);
     // Records already running finish; the last one to finish makes the job cancelled.
@@ -265,7 +268,7 @@ export async function retryJob(deps: JobsDeps, caller: Caller, id: string): Prom
   const found = await requireJob(deps.db, caller, id);
   await deps.db.transaction().execute(async (trx) => {
     const job = (await repo.lockJob(trx, found.id))!;
-    if (job.state !== 'completed' && job.state !== 'cancelled') {
+    if (!isFinished(job.state)) {
       throw new AppError('migration_job_not_finished', `Migration job "${job.id}" is ${shownState(job)}: only a completed or cancelled job can be retried.`);
     }
     await repo.resetForRetry(trx, job.id);
@@ -275,6 +278,46 @@ export async function retryJob(deps: JobsDeps, caller: Caller, id: string): Prom
   return getJob(deps.db, caller, id);
 }
 
+// ---- pause, resume, throttle ----
+
+function finishedAlready(job: repo.JobRow): AppError {
+  return new AppError('migration_job_finished', `Migration job "${job.id}" is already ${job.state}.`);
+}
+
+/**
+ * No record of the job starts while it is paused; records in flight finish. Pausing a paused job
+ * changes nothing. The dispatcher keeps looking, so resume needs nothing but the flag.
+ */
+export async function pauseJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
+  const found = await requireJob(deps.db, caller, id);
+  await deps.db.transaction().execute(async (trx) => {
+    const job = (await repo.lockJob(trx, found.id))!;
+    if (isFinished(job.state)) throw finishedAlready(job);
+    await repo.updateJob(trx, job.id, { paused: true });
+  });
+  return getJob(deps.db, caller, id);
+}
+
+export async function resumeJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
+  const found = await requireJob(deps.db, caller, id);
+  await deps.db.transaction().execute(async (trx) => {
+    const job = (await repo.lockJob(trx, found.id))!;
+    if (isFinished(job.state)) throw finishedAlready(job);
+    if (!job.paused) {
+      const why = job.supplier_status === 'paused' ? `; its supplier "${job.supplier_code}" is paused, and the job goes on when it is ongoing again` : '';
+      throw new AppError('migration_job_not_paused', `Migration job "${job.id}" was not paused${why}.`);
+    }
+    await repo.updateJob(trx, job.id, { paused: false });
+  });
+  return getJob(deps.db, caller, id);
+}
+
+/** The throttle may change at any time, even on a finished job (a retry runs under it). */
+export async function updateJob(deps: JobsDeps, caller: Caller, id: string, body: UpdateJobBody): Promise<Job> {
+  const job = await requireJob(deps.db, caller, id);
+  await repo.setThrottle(deps.db, job.id, body.max_records_per_minute);
+  return getJob(deps.db, caller, id);
+}
 
 // ---- results ----
 

@@ -6,6 +6,7 @@ import type { JobQueue } from '../../queue/queue.ts';
 import { recordEvent } from '../events/events.repository.ts';
 import * as repo from './migration-jobs.repository.ts';
 import { runRecord, type PipelineDeps } from './record-pipeline.ts';
+import { isActive } from './migration-jobs.schemas.ts';
 
 // The migration jobs on the queue (D11). Three queues:
 // - migration_dispatch {job_id}: keeps up to JOB_DISPATCH_WINDOW of the job's pending records on the
@@ -109,13 +110,16 @@ export async function dispatch(db: Kysely<Database>, queue: JobQueue, jobId: str
     // of the later job waiting behind the whole of the first.
     const window = config.jobDispatchWindow;
     const room = window - await repo.countInFlight(trx, jobId, window);
-    const lines = room > 0 ? await repo.takeUnsent(trx, jobId, room) : [];
+    // A paused job sends nothing (this keeps looking, so resume needs no new dispatch job); a throttled
+    // one sends what its bucket holds.
+    const allowance = await repo.takeDispatchAllowance(trx, jobId, Math.max(0, room));
+    const lines = allowance.records > 0 ? await repo.takeUnsent(trx, jobId, allowance.records) : [];
     const org = lines.length > 0 ? await repo.organisationOf(trx, jobId) : undefined;
     await queue.sendMany<RecordJobData>(RECORD_QUEUE, lines.map((line) => ({ job_id: jobId, line, ...(org === undefined ? {} : { org }) })),
       { trx, ...recordPolicy(config) });
     const more = await repo.hasUnsent(trx, jobId);
     if (more) {
-      const after = lines.length > 0 ? TOP_UP_AFTER_MS : RECHECK_FULL_AFTER_MS;
+      const after = nextLookAfterMs(lines.length > 0, allowance.nextTokenMs);
       await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { trx, startAfter: new Date(Date.now() + after) });
     }
     return more;
@@ -127,6 +131,12 @@ export async function dispatch(db: Kysely<Database>, queue: JobQueue, jobId: str
   if (!(await finishIfDone(db, jobId))) {
     await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: new Date(Date.now() + RECHECK_FULL_AFTER_MS) });
   }
+}
+
+/** Sooner after a look that sent records; a throttled job when its bucket holds the next record. */
+function nextLookAfterMs(sent: boolean, nextTokenMs: number | null): number {
+  const after = sent ? TOP_UP_AFTER_MS : RECHECK_FULL_AFTER_MS;
+  return nextTokenMs === null ? after : Math.min(RECHECK_FULL_AFTER_MS, Math.max(TOP_UP_AFTER_MS, nextTokenMs));
 }
 
 export async function closeWindow(db: Kysely<Database>, jobId: string): Promise<void> {
@@ -144,10 +154,10 @@ async function runRecordJob(
 ): Promise<void> {
   const { db, queue } = deps;
   // The job, its supplier and the record's claim in one statement; the claim is made only while the
-  // job is under way and its supplier not paused.
+  // job is under way and neither it nor its supplier is paused.
   const { job, record } = await repo.claimRecordWithJob(db, data.job_id, data.line);
   if (!job || job.state === 'completed' || job.state === 'cancelled' || job.state === 'open') return;
-  if (job.supplier_status === 'paused') {
+  if (job.supplier_status === 'paused' || job.paused) {
     // The record waits without using up its retries: a new queue job for later replaces this one.
     await queue.send(RECORD_QUEUE, data, { startAfter: config.jobPauseRecheckSeconds, ...recordPolicy(config) });
     return;
@@ -202,7 +212,7 @@ export async function finishIfDone(db: Kysely<Database>, jobId: string): Promise
   if (before.pending || before.running) return false;
   return db.transaction().execute(async (trx) => {
     const job = await repo.lockJob(trx, jobId);
-    if (!job || !['queued', 'running', 'scheduled'].includes(job.state)) return true;
+    if (!job || !isActive(job.state)) return true;
     const left = await repo.hasUnfinished(trx, jobId);
     if (left.pending || left.running) return false;
     const how = job.cancel_requested ? 'cancelled' : 'completed';

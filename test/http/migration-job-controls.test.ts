@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, test } from 'node:test';
+import { sql } from 'kysely';
+import * as admin from '../../src/modules/admin/admin.service.ts';
+import { waitUntil } from '../support/imports.ts';
+import { accountPayload } from '../support/payloads.ts';
+import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
+
+// Job controls over HTTP: pause, resume and the throttle (max_records_per_minute), with this
+// process's queue workers running the records. A window of 3 records on the queue per job, so a
+// paused job has records waiting on the queue as well as records never sent.
+const t = await buildTestApp({
+  WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0', JOB_PAUSE_RECHECK_SECONDS: '1', JOB_DISPATCH_WINDOW: '3',
+});
+const db = t.store.db;
+const BASE = '/v1/data-import/migration-jobs/';
+
+async function startedJob(tenant: Tenant, records: number, extra: Record<string, unknown> = {}): Promise<string> {
+  const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, ...extra } });
+  assert.equal(created.status, 201, created.body);
+  const id = created.json.id as string;
+  const lines = Array.from({ length: records }, () => JSON.stringify({ account: accountPayload(tenant.supplier) })).join('\n');
+  const up = await t.app.inject({
+    method: 'POST', url: `${BASE}${id}/records/`, payload: lines,
+    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' },
+  });
+  assert.equal(up.statusCode, 200, up.body);
+  assert.equal((await action(tenant, id, 'start')).status, 200);
+  return id;
+}
+
+const action = (tenant: Tenant, id: string, name: 'start' | 'pause' | 'resume' | 'cancel') => call(t.app, 'POST', `${BASE}${id}/${name}/`, { token: tenant.token });
+const patch = (tenant: Tenant, id: string, body: unknown) => call(t.app, 'PATCH', `${BASE}${id}/`, { token: tenant.token, body });
+const getJob = async (tenant: Tenant, id: string) => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json;
+
+async function ended(tenant: Tenant, id: string, state = 'completed') {
+  await waitUntil(async () => (await getJob(tenant, id)).state === state, `job ${id} is ${state}`, 60_000);
+  return getJob(tenant, id);
+}
+
+describe('POST migration-jobs/<id>/pause/ and resume/', () => {
+  test('a paused job starts no new record; resumed, it completes', async () => {
+    const tenant = await createTenant(t);
+    const id = await startedJob(tenant, 24);
+    await waitUntil(async () => (await getJob(tenant, id)).counts.succeeded >= 2, 'records run', 30_000);
+
+    const paused = await action(tenant, id, 'pause');
+    assert.equal(paused.status, 200, paused.body);
+    assert.deepEqual([paused.json.state, paused.json.paused], ['paused', true]);
+    // Records in flight finish; then nothing starts: the counts stay as they are, records stay pending,
+    // past several re-checks of the records waiting on the queue (JOB_PAUSE_RECHECK_SECONDS is 1).
+    await waitUntil(async () => (await getJob(tenant, id)).counts.running === 0, 'records in flight finished', 30_000);
+    const before = await getJob(tenant, id);
+    await sleep(2500);
+    const after = await getJob(tenant, id);
+    assert.equal(after.state, 'paused');
+    assert.deepEqual(after.counts, before.counts);
+    assert.ok(after.counts.pending > 0, `records wait: ${JSON.stringify(after.counts)}`);
+    // Waiting used up no retry: the records waiting on the queue were claimed no time.
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM migration_job_records
+      WHERE job_id = ${id}::uuid AND outcome = 'pending' AND attempts > 0`.execute(db);
+    assert.equal(rows[0]!.n, 0);
+    // Pausing again changes nothing.
+    assert.deepEqual([(await action(tenant, id, 'pause')).json.state], ['paused']);
+
+    const resumed = await action(tenant, id, 'resume');
+    assert.equal(resumed.status, 200, resumed.body);
+    assert.equal(resumed.json.paused, false);
+    assert.ok(['running', 'queued'].includes(resumed.json.state), resumed.json.state);
+    const done = await ended(tenant, id);
+    assert.deepEqual([done.counts.succeeded, done.counts.total, done.paused], [24, 24, false]);
+  });
+
+  test('refusals: finished job, job not paused, supplier paused, unknown job', async () => {
+    const tenant = await createTenant(t);
+    const id = await startedJob(tenant, 1);
+    await ended(tenant, id);
+    const finished = { detail: `Migration job "${id}" is already completed.`, code: 'migration_job_finished' };
+    assert.deepEqual(await action(tenant, id, 'pause').then((r) => [r.status, r.json]), [400, finished]);
+    assert.deepEqual(await action(tenant, id, 'resume').then((r) => [r.status, r.json]), [400, finished]);
+
+    const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const open = created.json.id as string;
+    assert.deepEqual(await action(tenant, open, 'resume').then((r) => [r.status, r.json]),
+      [400, { detail: `Migration job "${open}" was not paused.`, code: 'migration_job_not_paused' }]);
+    // A job shown paused because its supplier is paused is not resumed by resume/.
+    await admin.setSupplier(db, tenant.supplier, { status: 'paused' });
+    await t.directory.sync();
+    assert.deepEqual(await action(tenant, open, 'resume').then((r) => [r.status, r.json]), [400, {
+      detail: `Migration job "${open}" was not paused; its supplier "${tenant.supplier}" is paused, and the job goes on when it is ongoing again.`,
+      code: 'migration_job_not_paused',
+    }]);
+    await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
+    await t.directory.sync();
+    // An open job may be paused: started, it waits.
+    assert.deepEqual((await action(tenant, open, 'pause')).json.state, 'open');
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    assert.deepEqual(await action(tenant, unknown, 'pause').then((r) => [r.status, r.json]),
+      [404, { detail: `No migration job "${unknown}".`, code: 'not_found' }]);
+  });
+
+  test('a cancelled paused job is no longer paused', async () => {
+    const tenant = await createTenant(t);
+    const id = await startedJob(tenant, 6);
+    await action(tenant, id, 'pause');
+    await action(tenant, id, 'cancel');
+    const done = await ended(tenant, id, 'cancelled');
+    assert.equal(done.paused, false);
+  });
+
+  test('another organisation\'s job is 404 to pause, resume and PATCH', async () => {
+    const tenant = await createTenant(t);
+    const other = await createTenant(t);
+    const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    const notFound = { detail: `No migration job "${id}".`, code: 'not_found' };
+    for (const name of ['pause', 'resume'] as const) {
+      assert.deepEqual(await action(other, id, name).then((r) => [r.status, r.json]), [404, notFound]);
+    }
+    assert.deepEqual(await patch(other, id, { max_records_per_minute: 10 }).then((r) => [r.status, r.json]), [404, notFound]);
+    assert.equal((await getJob(tenant, id)).paused, false);
+    assert.equal((await getJob(tenant, id)).max_records_per_minute, null);
+  });
+});
+
+describe('max_records_per_minute', () => {
+  test('set at creation, changed and lifted by PATCH; shown on the job', async () => {
+    const tenant = await createTenant(t);
+    const created = await call(t.app, 'POST', BASE, {
+      token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, max_records_per_minute: 60 },
+    });
+    assert.equal(created.json.max_records_per_minute, 60);
+    const id = created.json.id as string;
+    assert.deepEqual(await patch(tenant, id, { max_records_per_minute: 300 }).then((r) => [r.status, r.json.max_records_per_minute]), [200, 300]);
+    assert.deepEqual(await patch(tenant, id, { max_records_per_minute: null }).then((r) => [r.status, r.json.max_records_per_minute]), [200, null]);
+    assert.equal((await getJob(tenant, id)).max_records_per_minute, null);
+  });
+
+  test('400s: not a positive whole number, missing, another field', async () => {
+    const tenant = await createTenant(t);
+    const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    const invalid = (code: string, detail: string, attr = 'max_records_per_minute') =>
+      ({ detail: 'The request failed validation.', code: 'invalid', errors: [{ detail, code, attr }] });
+    const cases: Array<[unknown, object]> = [
+      [{ max_records_per_minute: 0 }, invalid('min_value', 'Ensure this value is greater than or equal to 1.')],
+      [{ max_records_per_minute: 1_000_001 }, invalid('max_value', 'Ensure this value is less than or equal to 1000000.')],
+      [{}, invalid('required', 'This field is required.')],
+      [{ max_records_per_minute: 1.5 }, invalid('invalid', 'Expected an integer or null.')],
+      [{ max_records_per_minute: '10' }, invalid('invalid', 'Expected an integer or null.')],
+      [{ max_records_per_minute: 10, paused: true }, invalid('unknown_field', 'This field is not part of the documented payload and must not be sent.', 'paused')],
+    ];
+    for (const [body, expected] of cases) {
+      const res = await patch(tenant, id, body);
+      assert.deepEqual([res.status, res.json], [400, expected], JSON.stringify(body));
+    }
+    const res = await call(t.app, 'POST', BASE, {
+      token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, max_records_per_minute: -5 },
+    });
+    assert.deepEqual([res.status, res.json], [400, invalid('min_value', 'Ensure this value is greater than or equal to 1.')]);
+    assert.equal((await getJob(tenant, id)).max_records_per_minute, null);
+  });
+
+  test('a throttled job runs within 10% of its limit', async () => {
+    const tenant = await createTenant(t);
+    const limit = 120;
+    const records = 61; // 60 gaps of half a second: about 30 s
+    const id = await startedJob(tenant, records, { max_records_per_minute: limit });
+    await ended(tenant, id);
+    const { rows } = await sql<{ first: Date; last: Date; n: number }>`SELECT min(finished_at) AS first, max(finished_at) AS last, count(*)::int AS n
+      FROM migration_job_records WHERE job_id = ${id}::uuid AND outcome = 'succeeded'`.execute(db);
+    const { first, last, n } = rows[0]!;
+    assert.equal(n, records);
+    const perMinute = ((n - 1) / (last.getTime() - first.getTime())) * 60_000;
+    assert.ok(Math.abs(perMinute - limit) <= limit * 0.1, `measured ${perMinute.toFixed(1)} records a minute against a limit of ${limit}`);
+  });
+});
