@@ -70,10 +70,13 @@ export async function logDeliveries(db: Db, rows: Array<Omit<DeliveryRow, 'id' |
     .onConflict((oc) => oc.columns(['endpoint_id', 'event_id', 'attempt']).doNothing()).execute();
 }
 
-/** Events as the feed shows them, by id (one removed by retention is missing). */
-export function findEvents(db: Db, ids: number[]): Promise<EventRow[]> {
+/** An event to deliver: as the feed shows it, or a test ping (no supplier). */
+export type DeliverableEvent = Omit<EventRow, 'import_supplier'> & { import_supplier: string | null };
+
+/** Events as the feed shows them, and pings, by id (one removed by retention is missing). */
+export function findEvents(db: Db, ids: number[]): Promise<DeliverableEvent[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('events as e').innerJoin('import_suppliers as s', 's.id', 'e.supplier_id')
+  return db.selectFrom('events as e').leftJoin('import_suppliers as s', 's.id', 'e.supplier_id')
     .select(['e.id', sql<string>`e.xid::text`.as('xid'), 'e.type', 'e.external_account_number', 'e.data', 'e.created_at', 's.code as import_supplier'])
     .where('e.id', 'in', ids).execute();
 }
