@@ -46,11 +46,15 @@ export function blockedReason(address: string): string | null {
 export class RefusedAddressError extends Error {
   override name = 'RefusedAddressError';
   readonly code = 'EWEBHOOKREFUSED';
+
+  constructor(readonly host: string, readonly address: string, readonly reason: string) {
+    const which = host === address ? address : `${host} (${address})`;
+    super(`refused: ${which} is a ${reason} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`);
+  }
 }
 
 export function refusal(host: string, address: string, reason: string): RefusedAddressError {
-  const which = host === address ? address : `${host} (${address})`;
-  return new RefusedAddressError(`refused: ${which} is a ${reason} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`);
+  return new RefusedAddressError(host, address, reason);
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
