@@ -5772,6 +5772,28 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"][];
                 };
             };
+            /** @description Refused; `code` is `invalid`. The operation takes no query parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "This field is not part of the documented payload and must not be sent.",
+                     *           "code": "unknown_field",
+                     *           "attr": "page"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
@@ -5998,6 +6020,21 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
+            /** @description Refused; `code` is `bad_url`. `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The path holds a malformed percent-escape (a \"%\" not followed by a valid UTF-8 sequence).",
+                     *       "code": "bad_url"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
@@ -6093,6 +6130,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Refused; `code` is `bad_url`. `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The path holds a malformed percent-escape (a \"%\" not followed by a valid UTF-8 sequence).",
+                     *       "code": "bad_url"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
@@ -6212,7 +6264,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description Refused; `code` is one of `invalid`, `webhook_url_not_allowed`. `webhook_url_not_allowed`: the URL is not http(s), carries credentials, or names (or resolves to) a loopback, private, link-local or otherwise reserved address. */
+            /** @description Refused; `code` is one of `invalid`, `webhook_url_not_allowed`, `bad_url`. `webhook_url_not_allowed`: the URL is not http(s), carries credentials, or names (or resolves to) a loopback, private, link-local or otherwise reserved address. `bad_url`: the path holds a malformed percent-escape. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6377,6 +6429,21 @@ export interface operations {
                     "application/json": components["schemas"]["RotatedWebhookSecret"];
                 };
             };
+            /** @description Refused; `code` is `bad_url`. `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The path holds a malformed percent-escape (a \"%\" not followed by a valid UTF-8 sequence).",
+                     *       "code": "bad_url"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
             401: {
                 headers: {
@@ -6483,6 +6550,21 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["PingEvent"];
+                };
+            };
+            /** @description Refused; `code` is `bad_url`. `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The path holds a malformed percent-escape (a \"%\" not followed by a valid UTF-8 sequence).",
+                     *       "code": "bad_url"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
@@ -6621,7 +6703,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"][];
                 };
             };
-            /** @description Refused; `code` is `invalid`. A query parameter is out of its bounds, or the cursor is not one the service gave. */
+            /** @description Refused; `code` is one of `invalid`, `bad_url`. `invalid`: a query parameter is out of its bounds, or the cursor is not one the service gave. `bad_url`: the path holds a malformed percent-escape. */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { buildApp } from '../../src/app.ts';
 import { deliverOnce } from '../../src/modules/webhooks/webhook-delivery.ts';
+import { MALFORMED_PATH } from '../../src/modules/webhooks/webhook-endpoints.examples.ts';
 import { insertPing } from '../../src/modules/webhooks/webhooks.repository.ts';
 import { waitUntil } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
@@ -129,10 +130,14 @@ describe('webhook endpoints: create, read, change, delete', () => {
     assert.deepEqual((await call(t.app, 'GET', BASE, { token: tenant.token })).json, []);
   });
 
-  test('a path id longer than 100 characters is 414; no token is 401', async () => {
+  test('a path id longer than 100 characters is 414, a malformed path 400, a query parameter 400; no token is 401', async () => {
     const tenant = await createTenant(t);
     const res = await call(t.app, 'GET', `${BASE}${'x'.repeat(101)}/`, { token: tenant.token });
     assert.deepEqual([res.status, res.json], [414, { detail: 'A path segment is longer than the 100 characters allowed.', code: 'uri_too_long' }]);
+    const malformed = await call(t.app, 'POST', `${BASE}%E0%A4%A/test/`, { token: tenant.token });
+    assert.deepEqual([malformed.status, malformed.json], [400, MALFORMED_PATH]);
+    const query = await call(t.app, 'GET', `${BASE}?page=2`, { token: tenant.token });
+    assert.deepEqual([query.status, query.json], [400, field('unknown_field', 'This field is not part of the documented payload and must not be sent.', 'page', 'invalid')]);
     const anonymous = await call(t.app, 'GET', BASE);
     assert.deepEqual([anonymous.status, anonymous.json.code], [401, 'not_authenticated']);
   });

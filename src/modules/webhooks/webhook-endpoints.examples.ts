@@ -47,3 +47,8 @@ const CURSOR = 'The cursor is not one this service gave.';
 export const BAD_CURSOR = { detail: CURSOR, code: 'invalid', errors: [{ detail: CURSOR, code: 'invalid', attr: 'cursor' }] };
 
 export const ID_TOO_LONG = { detail: 'A path segment is longer than the 100 characters allowed.', code: 'uri_too_long' };
+
+const UNKNOWN = 'This field is not part of the documented payload and must not be sent.';
+export const UNKNOWN_QUERY = { detail: 'The request failed validation.', code: 'invalid', errors: [{ detail: UNKNOWN, code: 'unknown_field', attr: 'page' }] };
+
+export const MALFORMED_PATH = { detail: 'The path holds a malformed percent-escape (a "%" not followed by a valid UTF-8 sequence).', code: 'bad_url' };

@@ -5,8 +5,8 @@ import { callerOf } from '../../http/auth.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
 import {
-  BAD_CURSOR, CREATE_ENDPOINT, CREATED_ENDPOINT, DELIVERIES, ENDPOINT, ENDPOINT_NOT_FOUND, ID_TOO_LONG, PING, ROTATED_SECRET,
-  UPDATE_ENDPOINT, UPDATED_ENDPOINT, URL_NOT_ALLOWED,
+  BAD_CURSOR, CREATE_ENDPOINT, CREATED_ENDPOINT, DELIVERIES, ENDPOINT, ENDPOINT_NOT_FOUND, ID_TOO_LONG, MALFORMED_PATH, PING, ROTATED_SECRET,
+  UNKNOWN_QUERY, UPDATE_ENDPOINT, UPDATED_ENDPOINT, URL_NOT_ALLOWED,
 } from './webhook-endpoints.examples.ts';
 import {
   CreatedWebhookEndpoint, CreateWebhookEndpointBody, DEFAULT_DELIVERIES_PAGE_SIZE, DeliveriesQuery, PingEvent, RotatedWebhookSecret,
@@ -18,6 +18,8 @@ const TAGS = ['Webhooks'];
 const NO_ENDPOINT = refusal(['not_found'], ENDPOINT_NOT_FOUND, { note: 'No such endpoint of the caller\'s organisation.' });
 // The router refuses a path segment over 100 characters before the route runs (414), so an id too long is never a 400.
 const BAD_ID = refusal(['uri_too_long'], ID_TOO_LONG, { note: 'The endpoint id is longer than 100 characters.' });
+const BAD_PATH_NOTE = '`bad_url`: the path holds a malformed percent-escape.';
+const BAD_PATH = refusal(['bad_url'], MALFORMED_PATH, { note: BAD_PATH_NOTE });
 const URL_REFUSED_NOTE = '`webhook_url_not_allowed`: the URL is not http(s), carries credentials, or names (or resolves to) a loopback, '
   + 'private, link-local or otherwise reserved address.';
 
@@ -45,7 +47,8 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plug
     schema: {
       tags: TAGS, operationId: 'listWebhookEndpoints', summary: 'The organisation\'s webhook endpoints',
       description: 'Every endpoint of the caller\'s organisation, oldest first, without secrets.',
-      response: { 200: answer(WebhookEndpointList, 'The endpoints.', [ENDPOINT]) },
+      querystring: Type.Object({}, { additionalProperties: false }),
+      response: { 200: answer(WebhookEndpointList, 'The endpoints.', [ENDPOINT]), 400: refusal(['invalid'], UNKNOWN_QUERY, { note: 'The operation takes no query parameter.' }) },
     },
   }, async (request) => endpoints.listEndpoints(db, callerOf(request)));
 
@@ -54,7 +57,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plug
       tags: TAGS, operationId: 'getWebhookEndpoint', summary: 'A webhook endpoint',
       description: 'The endpoint, without its secret.',
       params: WebhookEndpointPathParams,
-      response: { 200: answer(WebhookEndpoint, 'The endpoint.', ENDPOINT), 404: NO_ENDPOINT, 414: BAD_ID },
+      response: { 200: answer(WebhookEndpoint, 'The endpoint.', ENDPOINT), 400: BAD_PATH, 404: NO_ENDPOINT, 414: BAD_ID },
     },
   }, async (request) => endpoints.getEndpoint(db, callerOf(request), request.params.endpoint_id));
 
@@ -68,7 +71,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plug
       requestExample: UPDATE_ENDPOINT,
       response: {
         200: answer(WebhookEndpoint, 'The endpoint as it is now.', UPDATED_ENDPOINT),
-        400: refusal(['invalid', 'webhook_url_not_allowed'], URL_NOT_ALLOWED, { note: URL_REFUSED_NOTE }),
+        400: refusal(['invalid', 'webhook_url_not_allowed', 'bad_url'], URL_NOT_ALLOWED, { note: `${URL_REFUSED_NOTE} ${BAD_PATH_NOTE}` }),
         404: NO_ENDPOINT, 414: BAD_ID,
       },
     },
@@ -79,7 +82,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plug
       tags: TAGS, operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint',
       description: 'The endpoint, its delivery log and its pending deliveries are gone.',
       params: WebhookEndpointPathParams,
-      response: { 204: answer(Type.Null(), 'Deleted.'), 404: NO_ENDPOINT, 414: BAD_ID },
+      response: { 204: answer(Type.Null(), 'Deleted.'), 400: BAD_PATH, 404: NO_ENDPOINT, 414: BAD_ID },
     },
   }, async (request, reply) => {
     await endpoints.deleteEndpoint(db, callerOf(request), request.params.endpoint_id);
@@ -93,7 +96,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plug
         + 'beside it (two signatures in `webhook-signature`), so receivers verify with either while they switch. A rotation within '
         + 'that time ends the oldest secret at once.',
       params: WebhookEndpointPathParams,
-      response: { 200: answer(RotatedWebhookSecret, 'The endpoint with its new secret (shown only here).', ROTATED_SECRET), 404: NO_ENDPOINT, 414: BAD_ID },
+      response: { 200: answer(RotatedWebhookSecret, 'The endpoint with its new secret (shown only here).', ROTATED_SECRET), 400: BAD_PATH, 404: NO_ENDPOINT, 414: BAD_ID },
     },
   }, async (request) => endpoints.rotateSecret(db, callerOf(request), request.params.endpoint_id));
 
@@ -103,7 +106,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plug
       description: 'A `ping` event (no supplier, no account, empty data) is delivered to this endpoint only, whatever its event types, '
         + 'signed and retried like any event; its attempts appear in the delivery log. A disabled endpoint is not sent it.',
       params: WebhookEndpointPathParams,
-      response: { 202: answer(PingEvent, 'The ping is queued for delivery; this is its body.', PING), 404: NO_ENDPOINT, 414: BAD_ID },
+      response: { 202: answer(PingEvent, 'The ping is queued for delivery; this is its body.', PING), 400: BAD_PATH, 404: NO_ENDPOINT, 414: BAD_ID },
     },
   }, async (request, reply) => reply.code(202).send(await endpoints.sendPing(deps, callerOf(request), request.params.endpoint_id)));
 
@@ -116,7 +119,9 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plug
       querystring: DeliveriesQuery,
       response: {
         200: answer(WebhookDeliveryList, 'One page of attempts, newest first.', DELIVERIES, { Link: LINK_NEXT }),
-        400: refusal(['invalid'], BAD_CURSOR, { note: 'A query parameter is out of its bounds, or the cursor is not one the service gave.' }),
+        400: refusal(['invalid', 'bad_url'], BAD_CURSOR, {
+          note: `\`invalid\`: a query parameter is out of its bounds, or the cursor is not one the service gave. ${BAD_PATH_NOTE}`,
+        }),
         404: NO_ENDPOINT, 414: BAD_ID,
       },
     },
