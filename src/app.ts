@@ -30,6 +30,7 @@ import { paymentInstructionsRoutes } from './modules/payment-instructions/paymen
 import { statementsRoutes } from './modules/statements/statements.routes.ts';
 import { statsRoutes } from './modules/stats/stats.routes.ts';
 import { transactionsRoutes } from './modules/transactions/transactions.routes.ts';
+import { webhookEndpointsRoutes } from './modules/webhooks/webhook-endpoints.routes.ts';
 
 export interface AppOptions {
   config: Config;
@@ -116,7 +117,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));
     for (const routes of [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes, statementsRoutes,
-      paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, statsRoutes]) {
+      paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, statsRoutes, webhookEndpointsRoutes]) {
       await v1.register(routes, deps);
     }
   }, { prefix: '/v1/data-import' });

@@ -513,6 +513,118 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data-import/webhook-endpoints/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organisation's webhook endpoints
+         * @description Every endpoint of the caller's organisation, oldest first, without secrets.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description The organisation's events of every supplier, recorded from now on, are POSTed to the URL, signed as the Standard Webhooks specification says with the secret of this answer (shown only here: keep it). Without `events`, every type is sent.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/webhook-endpoints/{endpoint_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook endpoint
+         * @description The endpoint, without its secret.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description The endpoint, its delivery log and its pending deliveries are gone.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Only the fields sent change. `enabled: false` stops deliveries and drops pending retries; `enabled: true` resumes them with the events recorded from then on (read what was missed from the events feed).
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/v1/data-import/webhook-endpoints/{endpoint_id}/rotate-secret/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook endpoint a new secret
+         * @description The new secret signs every delivery from now on; for 24 hours the previous one signs beside it (two signatures in `webhook-signature`), so receivers verify with either while they switch. A rotation within that time ends the oldest secret at once.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/webhook-endpoints/{endpoint_id}/test/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a ping event to a webhook endpoint
+         * @description A `ping` event (no supplier, no account, empty data) is delivered to this endpoint only, whatever its event types, signed and retried like any event; its attempts appear in the delivery log. A disabled endpoint is not sent it.
+         */
+        post: operations["testWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/webhook-endpoints/{endpoint_id}/deliveries/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook endpoint's delivery attempts, newest first
+         * @description Every attempt of the last 30 days or more: event, type, attempt, status, latency, error and time. Keyset paging: `page_size` (default 100), then follow the `Link` header (`cursor`).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -904,6 +1016,77 @@ export interface components {
             }[];
             /** @description The supplier's migration jobs that are not completed or cancelled, newest first; each as GET migration-jobs/<id>/. */
             jobs: components["schemas"]["MigrationJob"][];
+        };
+        CreateWebhookEndpoint: {
+            /** @description Where events are POSTed: http or https, without credentials, not a loopback, private or link-local address. */
+            url: string;
+            /** @description The event types sent to the endpoint; null (the default): every type. */
+            events?: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            /** @description Free text of your own, to tell endpoints apart. */
+            description?: string | null;
+        };
+        CreatedWebhookEndpoint: {
+            /** @description The endpoint id. */
+            id: string;
+            url: string;
+            /** @description The event types sent to the endpoint; null (the default): every type. */
+            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            description: string | null;
+            /** @description false: disabled (over the API, by the service team, or after a 410 Gone answer). */
+            enabled: boolean;
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
+            created_at: string;
+            /** @description The signing secret (Standard Webhooks, `whsec_…`). Shown in this answer only: keep it. */
+            secret: string;
+        };
+        WebhookEndpoint: {
+            /** @description The endpoint id. */
+            id: string;
+            url: string;
+            /** @description The event types sent to the endpoint; null (the default): every type. */
+            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            description: string | null;
+            /** @description false: disabled (over the API, by the service team, or after a 410 Gone answer). */
+            enabled: boolean;
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
+            created_at: string;
+        };
+        UpdateWebhookEndpoint: {
+            /** @description Where events are POSTed: http or https, without credentials, not a loopback, private or link-local address. */
+            url?: string;
+            /** @description The event types sent to the endpoint; null (the default): every type. */
+            events?: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            /** @description Free text of your own, to tell endpoints apart. */
+            description?: string | null;
+            /** @description false stops deliveries (pending retries are dropped); true resumes them with the events recorded from then on. */
+            enabled?: boolean;
+        };
+        RotatedWebhookSecret: {
+            /** @description The endpoint id. */
+            id: string;
+            url: string;
+            /** @description The event types sent to the endpoint; null (the default): every type. */
+            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            description: string | null;
+            /** @description false: disabled (over the API, by the service team, or after a 410 Gone answer). */
+            enabled: boolean;
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
+            created_at: string;
+            /** @description The signing secret (Standard Webhooks, `whsec_…`). Shown in this answer only: keep it. */
+            secret: string;
+            /** @description Until this time (UTC) deliveries are signed with the previous secret too, so that receivers still using it go on verifying. */
+            previous_secret_expires_at: string;
+        };
+        PingEvent: {
+            /** @description The event id, also the delivery's `webhook-id`. */
+            id: string;
+            /** @enum {string} */
+            type: "ping";
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
+            created_at: string;
+            import_supplier: null;
+            external_account_number: null;
+            data: Record<string, never>;
         };
         /** @description One problem with one field of the request. */
         FieldError: {
@@ -1429,6 +1612,22 @@ export interface components {
             data: {
                 [key: string]: unknown;
             };
+        };
+        WebhookDelivery: {
+            /** @description The event delivered (the `webhook-id` header). */
+            event_id: string;
+            /** @description Its type; `ping` for a test. */
+            event_type: string;
+            /** @description 1 for the first attempt, then each retry. */
+            attempt: number;
+            /** @description The HTTP status answered; null when there was no answer. */
+            status_code: number | null;
+            /** @description Milliseconds until the answer (or the failure). */
+            latency_ms: number | null;
+            /** @description Why the attempt failed (`HTTP 503`, `connect ECONNREFUSED …`, a refused address); null when delivered. */
+            error: string | null;
+            /** @description When the attempt was made (UTC, YYYY-MM-DDTHH:MM:SSZ). */
+            at: string;
         };
     };
     responses: never;
@@ -6004,6 +6203,1007 @@ export interface operations {
                      * @example {
                      *       "detail": "No import process for account \"DEMO-0404\" of import supplier \"DEMO\".",
                      *       "code": "account_not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "wh_3f9c1a7e5b2d4c60",
+                     *         "url": "https://hooks.acme.example/migration",
+                     *         "events": [
+                     *           "import_process.completed",
+                     *           "import_process.failed"
+                     *         ],
+                     *         "description": "Migration night receiver",
+                     *         "enabled": true,
+                     *         "created_at": "2025-03-04T10:00:00Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"][];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. The operation takes no query parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "This field is not part of the documented payload and must not be sent.",
+                     *           "code": "unknown_field",
+                     *           "attr": "page"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.acme.example/migration",
+                 *       "events": [
+                 *         "import_process.completed",
+                 *         "import_process.failed"
+                 *       ],
+                 *       "description": "Migration night receiver"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWebhookEndpoint"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its signing secret. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_3f9c1a7e5b2d4c60",
+                     *       "url": "https://hooks.acme.example/migration",
+                     *       "events": [
+                     *         "import_process.completed",
+                     *         "import_process.failed"
+                     *       ],
+                     *       "description": "Migration night receiver",
+                     *       "enabled": true,
+                     *       "created_at": "2025-03-04T10:00:00Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/ld8a0IuUEc="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `webhook_url_not_allowed`. `webhook_url_not_allowed`: the URL is not http(s), carries credentials, or names (or resolves to) a loopback, private, link-local or otherwise reserved address. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Webhooks cannot be delivered to 10.0.0.1: it is a private address.",
+                     *       "code": "webhook_url_not_allowed",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Webhooks cannot be delivered to 10.0.0.1: it is a private address.",
+                     *           "code": "webhook_url_not_allowed",
+                     *           "attr": "url"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id. */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_3f9c1a7e5b2d4c60",
+                     *       "url": "https://hooks.acme.example/migration",
+                     *       "events": [
+                     *         "import_process.completed",
+                     *         "import_process.failed"
+                     *       ],
+                     *       "description": "Migration night receiver",
+                     *       "enabled": true,
+                     *       "created_at": "2025-03-04T10:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `bad_url`. `invalid`: the endpoint id is longer than 100 characters; `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 100 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "endpoint_id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such endpoint of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No webhook endpoint \"wh_3f9c1a7e5b2d4c60\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id. */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused; `code` is one of `invalid`, `bad_url`. `invalid`: the endpoint id is longer than 100 characters; `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 100 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "endpoint_id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such endpoint of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No webhook endpoint \"wh_3f9c1a7e5b2d4c60\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id. */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "events": null,
+                 *       "description": "Every event, for the audit log"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateWebhookEndpoint"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_3f9c1a7e5b2d4c60",
+                     *       "url": "https://hooks.acme.example/migration",
+                     *       "events": null,
+                     *       "description": "Every event, for the audit log",
+                     *       "enabled": true,
+                     *       "created_at": "2025-03-04T10:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `webhook_url_not_allowed`, `bad_url`. `webhook_url_not_allowed`: the URL is not http(s), carries credentials, or names (or resolves to) a loopback, private, link-local or otherwise reserved address. `invalid`: the endpoint id is longer than 100 characters; `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Webhooks cannot be delivered to 10.0.0.1: it is a private address.",
+                     *       "code": "webhook_url_not_allowed",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Webhooks cannot be delivered to 10.0.0.1: it is a private address.",
+                     *           "code": "webhook_url_not_allowed",
+                     *           "attr": "url"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such endpoint of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No webhook endpoint \"wh_3f9c1a7e5b2d4c60\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `payload_too_large`: the body, once decompressed, is larger than the body limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request body is larger than the limit.",
+                     *       "code": "payload_too_large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `unsupported_media_type`: the body is not `application/json` in UTF-8, or its Content-Encoding is neither gzip nor identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Send the body as application/json.",
+                     *       "code": "unsupported_media_type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id. */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret (shown only here). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_3f9c1a7e5b2d4c60",
+                     *       "url": "https://hooks.acme.example/migration",
+                     *       "events": [
+                     *         "import_process.completed",
+                     *         "import_process.failed"
+                     *       ],
+                     *       "description": "Migration night receiver",
+                     *       "enabled": true,
+                     *       "created_at": "2025-03-04T10:00:00Z",
+                     *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD3ZdOwt3bM3s=",
+                     *       "previous_secret_expires_at": "2025-03-05T11:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RotatedWebhookSecret"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `bad_url`. `invalid`: the endpoint id is longer than 100 characters; `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 100 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "endpoint_id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such endpoint of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No webhook endpoint \"wh_3f9c1a7e5b2d4c60\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    testWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint id. */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ping is queued for delivery; this is its body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "4712",
+                     *       "type": "ping",
+                     *       "created_at": "2025-03-04T11:05:00Z",
+                     *       "import_supplier": null,
+                     *       "external_account_number": null,
+                     *       "data": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PingEvent"];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `bad_url`. `invalid`: the endpoint id is longer than 100 characters; `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 100 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "endpoint_id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such endpoint of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No webhook endpoint \"wh_3f9c1a7e5b2d4c60\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Attempts per page (default 100); the next page is in the Link header. */
+                page_size?: number;
+                /** @description The cursor of the next page, from the Link header. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The endpoint id. */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of attempts, newest first. */
+            200: {
+                headers: {
+                    /** @description With `page_size`, while more remain: `<url of the next page>; rel="next"`. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "event_id": "4712",
+                     *         "event_type": "ping",
+                     *         "attempt": 1,
+                     *         "status_code": 200,
+                     *         "latency_ms": 84,
+                     *         "error": null,
+                     *         "at": "2025-03-04T11:05:01Z"
+                     *       },
+                     *       {
+                     *         "event_id": "4711",
+                     *         "event_type": "import_process.completed",
+                     *         "attempt": 2,
+                     *         "status_code": 200,
+                     *         "latency_ms": 91,
+                     *         "error": null,
+                     *         "at": "2025-03-04T10:15:06Z"
+                     *       },
+                     *       {
+                     *         "event_id": "4711",
+                     *         "event_type": "import_process.completed",
+                     *         "attempt": 1,
+                     *         "status_code": 503,
+                     *         "latency_ms": 12,
+                     *         "error": "HTTP 503",
+                     *         "at": "2025-03-04T10:15:01Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+            /** @description Refused; `code` is one of `invalid`, `bad_url`. `invalid`: a query parameter is out of its bounds, or the cursor is not one the service gave. `invalid`: the endpoint id is longer than 100 characters; `bad_url`: the path holds a malformed percent-escape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The cursor is not one this service gave.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "The cursor is not one this service gave.",
+                     *           "code": "invalid",
+                     *           "attr": "cursor"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such endpoint of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No webhook endpoint \"wh_3f9c1a7e5b2d4c60\".",
+                     *       "code": "not_found"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBody"];

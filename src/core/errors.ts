@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   // 400: migration jobs (D11)
   'migration_job_not_open', 'migration_job_empty', 'migration_job_finished', 'migration_job_not_finished', 'migration_job_too_large',
   'migration_job_not_paused',
+  // 400: a webhook endpoint URL the service may not deliver to (a private address, a scheme other than http(s))
+  'webhook_url_not_allowed',
   // 401
   'not_authenticated', 'authentication_failed', 'token_expired',
   // 404, 405, 413, 415, 429
@@ -40,7 +42,7 @@ export function statusFor(code: ErrorCode): number {
     case 'payment_instruction_not_found': case 'payment_vendor_rejected': case 'payment_vendor_not_found':
     case 'active_payment_instruction_exists': case 'conflict':
     case 'migration_job_not_open': case 'migration_job_empty': case 'migration_job_finished':
-    case 'migration_job_not_finished': case 'migration_job_too_large': case 'migration_job_not_paused':
+    case 'migration_job_not_finished': case 'migration_job_too_large': case 'migration_job_not_paused': case 'webhook_url_not_allowed':
       return 400;
     case 'not_authenticated': case 'authentication_failed': case 'token_expired':
       return 401;

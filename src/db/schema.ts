@@ -106,7 +106,8 @@ export interface PaymentInstructionsTable {
   details: JsonDefault<unknown>; active: Generated<boolean>; created_at: Timestamp;
 }
 export interface EventsTable {
-  id: Id; xid: Generated<string>; supplier_id: number; type: string; external_account_number: string | null;
+  /** supplier_id is null only for a test ping (type `ping`, migration 017). */
+  id: Id; xid: Generated<string>; supplier_id: number | null; type: string; external_account_number: string | null;
   data: Json<unknown>; created_at: Generated<Date>;
 }
 
@@ -128,10 +129,14 @@ export interface WebhookEndpointsTable {
   enabled: Generated<boolean>; disabled_reason: string | null; created_at: Generated<Date>;
   /** Since when it receives events: its creation, or the last time it was enabled again. */
   enabled_at: Generated<Date>;
+  description: string | null;
+  /** The secret a rotation replaced: it signs beside `secret` until previous_secret_expires_at. */
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
 }
 export interface WebhookDeliveriesTable {
   id: Id; endpoint_id: string; event_id: number; attempt: number; status_code: number | null;
-  latency_ms: number | null; error: string | null; at: Generated<Date>;
+  latency_ms: number | null; error: string | null; at: Generated<Date>; event_type: string;
 }
 export interface WebhookFanoutCursorTable { singleton: Generated<boolean>; xid: string | null; event_id: number | null }
 

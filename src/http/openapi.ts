@@ -46,6 +46,7 @@ const TAGS = [
   { name: 'Imported data', description: 'History imported onto a created account: notes, transactions, statements, payment instruction.' },
   { name: 'Accounts', description: 'What an import created, as the service holds it.' },
   { name: 'Events', description: 'What happened, in commit order, for polling clients (webhooks push the same events).' },
+  { name: 'Webhooks', description: 'Endpoints the organisation\'s events are pushed to, signed; their secrets, test pings and delivery logs.' },
   { name: 'Migration jobs', description: 'A whole book of accounts in one upload, worked through in the background.' },
   { name: 'Statistics', description: 'A supplier\'s migration at a glance (the data of the dashboard).' },
 ];

@@ -205,10 +205,12 @@ describe('over-long path parameters', () => {
           assert.equal(typeof param.schema.maxLength, 'number', `${method} ${path}: ${param.name} has a maximum length`);
           for (const length of [param.schema.maxLength + 1, 101, 3000]) {
             const url = path.replace(/\{(\w+)\}/g, (_, name: string) => (name === param.name ? 'a'.repeat(length) : encodeURIComponent(VALID[name]!)));
+            // A JSON body is sent as an object (an empty one would be refused as unreadable before the path is judged).
+            const type = op.requestBody ? Object.keys(op.requestBody.content)[0]! : undefined;
             const res = await t.app.inject({
               method: method.toUpperCase() as 'GET', url,
-              headers: { authorization: `Token ${tenant.token}`, ...(op.requestBody ? { 'content-type': Object.keys(op.requestBody.content)[0]! } : {}) },
-              ...(op.requestBody ? { payload: '' } : {}),
+              headers: { authorization: `Token ${tenant.token}`, ...(type ? { 'content-type': type } : {}) },
+              ...(type ? { payload: type === 'application/json' ? '{}' : '' } : {}),
             });
             const where = `${method.toUpperCase()} ${path} with ${param.name} of ${length} characters: ${res.statusCode} ${res.body}`;
             assert.ok(Object.keys(op.responses).includes(String(res.statusCode)), where);

@@ -9,6 +9,7 @@ import { seedDemo } from '../../src/modules/admin/demo-seed.ts';
 import { IMPORT_STATEMENTS } from '../../src/modules/statements/statements.examples.ts';
 import { EXAMPLE_VENDOR, IMPORT_PAYMENT_INSTRUCTION } from '../../src/modules/payment-instructions/payment-instructions.examples.ts';
 import { TRANSACTION_RESULTS } from '../../src/modules/transactions/transactions.examples.ts';
+import { ENDPOINT, UPDATED_ENDPOINT } from '../../src/modules/webhooks/webhook-endpoints.examples.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { buildTestApp, call } from '../support/test-app.ts';
 
@@ -31,7 +32,7 @@ const byId = new Map(operations.map((o) => [o.op.operationId as string, o]));
 const STORY: Array<[operationId: string, status: number]> = [
   ['obtainToken', 200], ['validateAccount', 200], ['stageAccount', 201], ['createAccount', 201], ['importNotes', 201],
   ['importStatements', 201], ['importTransactions', 201], ['importPaymentInstruction', 201],
-  ['createMigrationJob', 201], ['uploadMigrationJobRecords', 200], ['updateMigrationJob', 200],
+  ['createMigrationJob', 201], ['uploadMigrationJobRecords', 200], ['updateMigrationJob', 200], ['createWebhookEndpoint', 201], ['updateWebhookEndpoint', 200],
 ];
 
 describe('the request examples of the OpenAPI document', () => {
@@ -58,7 +59,8 @@ describe('the request examples of the OpenAPI document', () => {
       const [type, media] = Object.entries<any>(op.requestBody.content)[0]!;
       // The token, the documented way: the obtainToken example with the key printed at the first start.
       const example: unknown = operationId === 'obtainToken' ? { ...media.example, variables: { key: seed!.apiKey } } : media.example;
-      const url = path.replace('{job_id}', answers.get('createMigrationJob')?.json.id ?? '');
+      const url = path.replace('{job_id}', answers.get('createMigrationJob')?.json.id ?? '')
+        .replace('{endpoint_id}', answers.get('createWebhookEndpoint')?.json.id ?? '');
       const res: { statusCode: number; body: string; json: () => any } = await t.app.inject({
         method: method.toUpperCase() as 'POST',
         url,
@@ -78,6 +80,12 @@ describe('the request examples of the OpenAPI document', () => {
     assert.deepEqual(answers.get('importStatements')!.json, IMPORT_STATEMENTS);
     assert.deepEqual(answers.get('importTransactions')!.json, TRANSACTION_RESULTS);
     assert.deepEqual(answers.get('importPaymentInstruction')!.json, { service_account_number: number, reference: IMPORT_PAYMENT_INSTRUCTION.reference });
+    // The endpoint's id, secret and creation time are drawn by the service; the rest is the example's.
+    const { id: endpointId, secret, created_at: createdAt, ...created } = answers.get('createWebhookEndpoint')!.json;
+    const drawn = { id: endpointId, created_at: createdAt };
+    assert.match(secret, /^whsec_/);
+    assert.deepEqual({ ...created, ...drawn }, { ...ENDPOINT, ...drawn });
+    assert.deepEqual(answers.get('updateWebhookEndpoint')!.json, { ...UPDATED_ENDPOINT, ...drawn });
 
     // And the refusals shown are the service's own.
     const refused = structuredClone(EXAMPLE_ACCOUNT) as any;
@@ -119,7 +127,7 @@ describe('the OpenAPI document', () => {
     const names = Object.keys(doc.components.schemas);
     for (const name of ['AccountData', 'Customer', 'ElectricitySupplyPoint', 'HeatPumpSupplyPoint', 'LightSupplyPoint', 'PoleSupplyPoint',
       'WaterHeaterSupplyPoint', 'Meter', 'Transaction', 'Statement', 'Note', 'PaymentInstruction', 'ErrorBody', 'MigrationJob',
-      'MigrationJobRecordResult', 'Event', 'SupplierStats', 'Account']) {
+      'MigrationJobRecordResult', 'Event', 'SupplierStats', 'Account', 'WebhookEndpoint', 'CreatedWebhookEndpoint', 'WebhookDelivery']) {
       assert.ok(names.includes(name), `${name} is a component`);
     }
     assert.ok(names.every((name) => !/^def-\d+$/.test(name)), 'no generated def-N names');

@@ -234,7 +234,7 @@ describe('SSRF: private addresses are refused unless WEBHOOK_ALLOW_PRIVATE_NETWO
     await stage(t, tenant);
     const [event] = await eventsOf(t, tenant, 1);
     // The retry is scheduled an hour away: it must not run during the test.
-    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: false };
+    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: false, logger: { warn() {} } };
     assert.equal(await deliverOnce(deps, { endpoint_id: byIp.webhook, event_id: Number(event.id), attempt: 1 }), 'retry_scheduled');
     assert.equal(await deliverOnce(deps, { endpoint_id: byName.webhook, event_id: Number(event.id), attempt: 1 }), 'retry_scheduled');
     assert.equal(receiver.received.length, 0);
@@ -282,7 +282,7 @@ describe('retry schedule and retention', () => {
       supplier_id: supplierId, type: 'import_process.staged', external_account_number: `RET-${d}`, data: '{}', created_at: daysAgo(d),
     }))).returning('id').execute();
     await db.insertInto('webhook_deliveries').values([31, 29].map((d, i) => ({
-      endpoint_id: hook.webhook, event_id: ids[i]!.id, attempt: 1, status_code: 200, latency_ms: 5, error: null, at: daysAgo(d),
+      endpoint_id: hook.webhook, event_id: ids[i]!.id, event_type: 'import_process.staged', attempt: 1, status_code: 200, latency_ms: 5, error: null, at: daysAgo(d),
     }))).execute();
     const removed = await runRetention(db, 30, now);
     assert.ok(removed.events >= 1 && removed.deliveries >= 1, JSON.stringify(removed));

@@ -46,14 +46,30 @@ export function blockedReason(address: string): string | null {
 export class RefusedAddressError extends Error {
   override name = 'RefusedAddressError';
   readonly code = 'EWEBHOOKREFUSED';
+
+  constructor(readonly host: string, readonly address: string, readonly reason: string) {
+    const which = host === address ? address : `${host} (${address})`;
+    super(`refused: ${which} is a ${reason} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`);
+  }
 }
 
 export function refusal(host: string, address: string, reason: string): RefusedAddressError {
-  const which = host === address ? address : `${host} (${address})`;
-  return new RefusedAddressError(`refused: ${which} is a ${reason} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`);
+  return new RefusedAddressError(host, address, reason);
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * The one rule on a host's resolved addresses: the blocked ones are dropped; when none is left, the
+ * refusal names the first. Used at connection time (guardedLookup) and when an endpoint's URL is set
+ * (hostRefusal).
+ */
+function screen(hostname: string, addresses: LookupAddress[]): { allowed: LookupAddress[]; refused: RefusedAddressError | null } {
+  const allowed = addresses.filter((a) => blockedReason(a.address) === null);
+  const first = addresses[0];
+  const refused = allowed.length === 0 && first ? refusal(hostname, first.address, blockedReason(first.address)!) : null;
+  return { allowed, refused };
+}
 
 /**
  * A drop-in `lookup` for net/http that resolves as usual and drops blocked addresses; when nothing
@@ -64,12 +80,25 @@ export function guardedLookup(hostname: string, options: { family?: number | str
   const opts = typeof options === 'number' ? { family: options } : options;
   dnsLookup(hostname, { family: Number(opts.family ?? 0) as 0 | 4 | 6, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
-    const allowed = addresses.filter((a) => blockedReason(a.address) === null);
-    if (allowed.length === 0) {
-      const first = addresses[0];
-      return callback(first ? refusal(hostname, first.address, blockedReason(first.address)!) : new Error(`no address for ${hostname}`), []);
-    }
+    const { allowed, refused } = screen(hostname, addresses);
+    if (allowed.length === 0) return callback(refused ?? new Error(`no address for ${hostname}`), []);
     if (opts.all) return callback(null, allowed);
     return callback(null, allowed[0]!.address, allowed[0]!.family);
+  });
+}
+
+/**
+ * Why a delivery to this host would be refused now, or null: an IP literal as it is, a name as it
+ * resolves at this moment. A name that does not resolve (yet) is not refused: the check that counts
+ * is made again on every delivery, on the address the connection uses.
+ */
+export function hostRefusal(hostname: string): Promise<RefusedAddressError | null> {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1');
+  if (isIP(host)) {
+    const reason = blockedReason(host);
+    return Promise.resolve(reason ? refusal(host, host, reason) : null);
+  }
+  return new Promise((resolve) => {
+    dnsLookup(host, { all: true }, (error, addresses) => resolve(error ? null : screen(host, addresses).refused));
   });
 }

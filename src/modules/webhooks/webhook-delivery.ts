@@ -33,6 +33,8 @@ export interface DeliveryDeps {
   queue: JobQueue;
   retryBaseMs: number;
   allowPrivateNetworks: boolean;
+  /** A refused address is a configuration problem of the endpoint: it is logged at warn, not only in the endpoint's log. */
+  logger: { warn(obj: object, msg: string): void };
 }
 
 /** The queue's own retries only cover a worker that died or a store that was away, never the HTTP schedule. */
@@ -64,8 +66,12 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: DeliveryJob[]): Pro
     const row = events.get(job.event_id);
     if (!row) return null; // older than the retention period
     const result = await attempt(deps, endpoints.get(job.endpoint_id)!, row);
+    if (result.refused) {
+      deps.logger.warn({ endpoint_id: job.endpoint_id, event_id: job.event_id, attempt: job.attempt, reason: result.error },
+        'webhook delivery refused: the endpoint\'s address is not one the service may deliver to');
+    }
     const log = {
-      endpoint_id: job.endpoint_id, event_id: job.event_id, attempt: job.attempt,
+      endpoint_id: job.endpoint_id, event_id: job.event_id, event_type: row.type, attempt: job.attempt,
       status_code: result.status, latency_ms: result.latencyMs, error: result.error ?? (isSuccess(result.status) ? null : `HTTP ${result.status}`),
     };
     return { job, status: result.status, log };
@@ -83,8 +89,8 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: DeliveryJob[]): Pro
 
 const attemptKey = (d: { endpoint_id: string; event_id: number | string; attempt: number }) => `${d.endpoint_id}:${d.event_id}:${d.attempt}`;
 
-function attempt(deps: DeliveryDeps, endpoint: repo.EndpointRow, row: EventRow): Promise<AttemptResult> {
-  const body = JSON.stringify(toEvent(row));
+function attempt(deps: DeliveryDeps, endpoint: repo.EndpointRow, row: repo.DeliverableEvent): Promise<AttemptResult> {
+  const body = bodyOf(row);
   const msgId = String(row.id);
   const now = new Date();
   const headers = {
@@ -92,9 +98,25 @@ function attempt(deps: DeliveryDeps, endpoint: repo.EndpointRow, row: EventRow):
     'user-agent': 'account-migration-import-webhooks/1',
     'webhook-id': msgId,
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-    'webhook-signature': new Webhook(endpoint.secret).sign(msgId, now, body),
+    'webhook-signature': signingSecrets(endpoint, now).map((secret) => new Webhook(secret).sign(msgId, now, body)).join(' '),
   };
   return postWebhook(endpoint.url, body, headers, { allowPrivateNetworks: deps.allowPrivateNetworks });
+}
+
+/**
+ * The secrets a delivery made now is signed with: the endpoint's, and for 24 hours after a rotation
+ * the one it replaced. Standard Webhooks puts several `v1,…` signatures in one header, space
+ * separated, and a receiver accepts the delivery when any of them verifies with its secret.
+ */
+export function signingSecrets(endpoint: Pick<repo.EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, now: Date): string[] {
+  const { previous_secret: previous, previous_secret_expires_at: until } = endpoint;
+  return previous !== null && until !== null && until > now ? [endpoint.secret, previous] : [endpoint.secret];
+}
+
+/** The event exactly as the feed shows it; a test ping has no supplier (null). */
+function bodyOf(row: repo.DeliverableEvent): string {
+  const { import_supplier: supplier, ...rest } = row;
+  return JSON.stringify({ ...toEvent({ ...rest, import_supplier: '' } satisfies EventRow), import_supplier: supplier });
 }
 
 const isSuccess = (status: number | null) => status !== null && status >= 200 && status < 300;

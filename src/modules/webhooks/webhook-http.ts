@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { blockedReason, guardedLookup, refusal } from './ssrf-guard.ts';
+import { blockedReason, guardedLookup, RefusedAddressError, refusal } from './ssrf-guard.ts';
 
 // One HTTP attempt of a webhook delivery: POST the signed body, report the status or why there was
 // none. Redirects are never followed (a 3xx is just a status, so a failed attempt): following one
@@ -19,9 +19,10 @@ const agents = {
   open: { http: new HttpAgent(agentOptions), https: new HttpsAgent(agentOptions) },
 };
 
+/** `refused`: nothing was sent, the address is not one the service may deliver to (ssrf-guard.ts). */
 export type AttemptResult =
-  | { status: number; latencyMs: number; error: null }
-  | { status: null; latencyMs: number; error: string };
+  | { status: number; latencyMs: number; error: null; refused?: false }
+  | { status: null; latencyMs: number; error: string; refused?: boolean };
 
 export interface PostOptions {
   allowPrivateNetworks: boolean;
@@ -42,7 +43,7 @@ export function postWebhook(url: string, body: string, headers: Record<string, s
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
   if (!options.allowPrivateNetworks && isIP(host)) {
     const reason = blockedReason(host);
-    if (reason) return Promise.resolve({ status: null, latencyMs: 0, error: refusal(host, host, reason).message });
+    if (reason) return Promise.resolve({ status: null, latencyMs: 0, error: refusal(host, host, reason).message, refused: true });
   }
   const https = target.protocol === 'https:';
   const send = https ? httpsRequest : httpRequest;
@@ -70,7 +71,7 @@ export function postWebhook(url: string, body: string, headers: Record<string, s
     const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     req.on('error', (error) => {
       clearTimeout(deadline);
-      finish({ status: null, latencyMs: elapsed(), error: error.message || String(error) });
+      finish({ status: null, latencyMs: elapsed(), error: error.message || String(error), refused: error instanceof RefusedAddressError });
     });
     req.end(body);
   });

@@ -8,7 +8,11 @@ type Db = Kysely<Database> | Transaction<Database>;
 export type EndpointRow = Selectable<WebhookEndpointsTable>;
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
-export function insertEndpoint(db: Db, row: { id: string; organisation_id: number; url: string; event_types: string[] | null; secret: string }): Promise<EndpointRow> {
+export interface NewEndpoint {
+  id: string; organisation_id: number; url: string; event_types: string[] | null; secret: string; description?: string | null;
+}
+
+export function insertEndpoint(db: Db, row: NewEndpoint): Promise<EndpointRow> {
   return db.insertInto('webhook_endpoints').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
@@ -17,13 +21,35 @@ export function endpointsOf(db: Db, organisationId: number): Promise<EndpointRow
     .orderBy('created_at').orderBy('id').execute();
 }
 
-export function findEndpoint(db: Db, id: string): Promise<EndpointRow | undefined> {
-  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+/** An endpoint by id; with an organisation, only that organisation's (another's is as unknown). */
+export function findEndpoint(db: Db, id: string, organisationId?: number): Promise<EndpointRow | undefined> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id)
+    .$if(organisationId !== undefined, (q) => q.where('organisation_id', '=', organisationId!)).executeTakeFirst();
 }
 
-export async function deleteEndpoint(db: Db, id: string): Promise<boolean> {
-  const result = await db.deleteFrom('webhook_endpoints').where('id', '=', id).executeTakeFirst();
+export async function deleteEndpoint(db: Db, id: string, organisationId?: number): Promise<boolean> {
+  const result = await db.deleteFrom('webhook_endpoints').where('id', '=', id)
+    .$if(organisationId !== undefined, (q) => q.where('organisation_id', '=', organisationId!)).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
+}
+
+export type EndpointChanges = Partial<Pick<EndpointRow, 'url' | 'event_types' | 'description'>>;
+
+export async function updateEndpoint(db: Db, id: string, changes: EndpointChanges): Promise<void> {
+  if (Object.keys(changes).length === 0) return;
+  await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+}
+
+/**
+ * A new secret; the one it replaces signs beside it for `overlapHours` more (the stored expiry is
+ * compared with each delivery's time). A second rotation within the overlap drops the oldest secret.
+ */
+export function rotateSecret(db: Db, id: string, secret: string, overlapHours: number): Promise<EndpointRow> {
+  return db.updateTable('webhook_endpoints').set((eb) => ({
+    previous_secret: eb.ref('secret'),
+    previous_secret_expires_at: sql<Date>`now() + make_interval(hours => ${overlapHours})`,
+    secret,
+  })).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
 export async function disableEndpoint(db: Db, id: string, reason: string): Promise<void> {
@@ -37,6 +63,12 @@ export function enableEndpoint(db: Db, id: string): Promise<EndpointRow | undefi
     .where('id', '=', id).where('enabled', '=', false).returningAll().executeTakeFirst();
 }
 
+/** A test ping: an event of no supplier, so that no feed shows it and the fan-out never reads it. */
+export async function insertPing(trx: Transaction<Database>): Promise<{ id: number; created_at: Date }> {
+  return trx.insertInto('events').values({ supplier_id: null, type: 'ping', external_account_number: null, data: '{}' })
+    .returning(['id', 'created_at']).executeTakeFirstOrThrow();
+}
+
 /** Does the supplier's organisation have an enabled endpoint? (Decides whether an event triggers a fan-out.) */
 export async function supplierHasEndpoint(trx: Db, supplierId: number): Promise<boolean> {
   const row = await trx.selectFrom('webhook_endpoints as w')
@@ -45,8 +77,10 @@ export async function supplierHasEndpoint(trx: Db, supplierId: number): Promise<
   return row !== undefined;
 }
 
-export function recentDeliveries(db: Db, endpointId: string, limit: number): Promise<DeliveryRow[]> {
+/** An endpoint's attempts, newest first, from before the attempt `beforeId` (keyset). */
+export function deliveriesOf(db: Db, endpointId: string, limit: number, beforeId: number | null = null): Promise<DeliveryRow[]> {
   return db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId)
+    .$if(beforeId !== null, (q) => q.where('id', '<', beforeId!))
     .orderBy('id', 'desc').limit(limit).execute();
 }
 
@@ -70,10 +104,13 @@ export async function logDeliveries(db: Db, rows: Array<Omit<DeliveryRow, 'id' |
     .onConflict((oc) => oc.columns(['endpoint_id', 'event_id', 'attempt']).doNothing()).execute();
 }
 
-/** Events as the feed shows them, by id (one removed by retention is missing). */
-export function findEvents(db: Db, ids: number[]): Promise<EventRow[]> {
+/** An event to deliver: as the feed shows it, or a test ping (no supplier). */
+export type DeliverableEvent = Omit<EventRow, 'import_supplier'> & { import_supplier: string | null };
+
+/** Events as the feed shows them, and pings, by id (one removed by retention is missing). */
+export function findEvents(db: Db, ids: number[]): Promise<DeliverableEvent[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('events as e').innerJoin('import_suppliers as s', 's.id', 'e.supplier_id')
+  return db.selectFrom('events as e').leftJoin('import_suppliers as s', 's.id', 'e.supplier_id')
     .select(['e.id', sql<string>`e.xid::text`.as('xid'), 'e.type', 'e.external_account_number', 'e.data', 'e.created_at', 's.code as import_supplier'])
     .where('e.id', 'in', ids).execute();
 }

@@ -7,8 +7,10 @@ import { EVENT_TYPES, type EventType } from '../events/event-types.ts';
 import { forgetEndpointLookups } from './webhook-fanout.ts';
 import * as repo from './webhooks.repository.ts';
 
-// The operator side of webhooks (D13), called by import-admin: create, list, enable, disable, delete,
-// and the log of an endpoint's deliveries. Failures are AdminError with a one-line reason, like the other commands.
+// Webhook endpoints (D13): the operations import-admin and the API share (the URL rule, create, enable,
+// disable), then import-admin's commands: create, list, enable, disable, delete, and the log of an
+// endpoint's deliveries. Their failures are AdminError with a one-line reason, like the other commands;
+// the API's side (webhook-endpoints.service.ts) states the same rules as AppError.
 type Db = Kysely<Database>;
 
 /** How many delivery attempts `webhook deliveries` shows, newest first. */
@@ -33,20 +35,35 @@ export interface DeliveryView {
   at: string;
 }
 
-/** The URL rule: absolute http(s), nothing else (file:, gopher:… have no business here). */
-export function checkWebhookUrl(url: string): string {
+/** Why a URL is not a webhook URL: the rule (absolute http(s), no credentials, at most 2000 characters) for the CLI and the API. */
+export type WebhookUrlProblem = 'not_a_url' | 'not_http' | 'credentials' | 'too_long';
+
+export function webhookUrlProblem(url: string): { url: string; problem: null } | { url: null; problem: WebhookUrlProblem } {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new AdminError('invalid_argument', `--url must be an absolute http or https URL, got "${url}"`);
+    return { url: null, problem: 'not_a_url' };
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new AdminError('invalid_argument', `--url must be an http or https URL, got "${url}"`);
+  // file:, gopher:, ftp:… have no business here.
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return { url: null, problem: 'not_http' };
+  if (parsed.username || parsed.password) return { url: null, problem: 'credentials' };
+  if (url.length > URL_MAX_LENGTH) return { url: null, problem: 'too_long' };
+  return { url: parsed.toString(), problem: null };
+}
+
+export const URL_MAX_LENGTH = 2000;
+
+/** The URL rule as import-admin states it. */
+export function checkWebhookUrl(url: string): string {
+  const checked = webhookUrlProblem(url);
+  switch (checked.problem) {
+    case null: return checked.url;
+    case 'not_a_url': throw new AdminError('invalid_argument', `--url must be an absolute http or https URL, got "${url}"`);
+    case 'not_http': throw new AdminError('invalid_argument', `--url must be an http or https URL, got "${url}"`);
+    case 'credentials': throw new AdminError('invalid_argument', '--url must not carry credentials');
+    case 'too_long': throw new AdminError('invalid_argument', `--url is longer than ${URL_MAX_LENGTH} characters`);
   }
-  if (parsed.username || parsed.password) throw new AdminError('invalid_argument', '--url must not carry credentials');
-  if (url.length > 2000) throw new AdminError('invalid_argument', '--url is longer than 2000 characters');
-  return parsed.toString();
 }
 
 /** `--events a,b`: each must be one of the closed list; undefined means every type. */
@@ -66,16 +83,41 @@ export function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
+// --- shared by import-admin (any organisation's endpoint, by id) and the API (the caller's organisation's) ---
+
+/** Creates an endpoint with a fresh secret; it receives the events recorded from now on. The URL and types are checked already. */
+export async function addEndpoint(db: Db, organisationId: number, fields: { url: string; events: EventType[] | null; description?: string | null })
+  : Promise<repo.EndpointRow> {
+  const row = await repo.insertEndpoint(db, {
+    id: `wh_${randomBytes(8).toString('hex')}`, organisation_id: organisationId, url: fields.url, event_types: fields.events,
+    secret: generateSecret(), description: fields.description ?? null,
+  });
+  forgetEndpointLookups();
+  return row;
+}
+
+/** Enables an endpoint again (a no-op when enabled); undefined when there is no such endpoint. */
+export async function enableEndpoint(db: Db, id: string): Promise<repo.EndpointRow | undefined> {
+  const row = (await repo.enableEndpoint(db, id)) ?? (await repo.findEndpoint(db, id));
+  forgetEndpointLookups();
+  return row;
+}
+
+/** Disables an endpoint, keeping the first reason if it is disabled already; undefined when there is no such endpoint. */
+export async function disableEndpoint(db: Db, id: string, reason: string): Promise<repo.EndpointRow | undefined> {
+  await repo.disableEndpoint(db, id, reason);
+  return repo.findEndpoint(db, id);
+}
+
+// --- import-admin ---
+
 export async function createWebhook(db: Db, organisation: string, url: string, events?: string)
   : Promise<{ webhook: string; url: string; events: EventType[] | null; secret: string }> {
   const checkedUrl = checkWebhookUrl(url);
   const types = parseEventTypes(events);
   const org = await findOrganisationByName(db, organisation);
   if (!org) throw new AdminError('not_found', `no organisation named "${organisation}"`);
-  const row = await repo.insertEndpoint(db, {
-    id: `wh_${randomBytes(8).toString('hex')}`, organisation_id: org.id, url: checkedUrl, event_types: types, secret: generateSecret(),
-  });
-  forgetEndpointLookups();
+  const row = await addEndpoint(db, org.id, { url: checkedUrl, events: types });
   return { webhook: row.id, url: row.url, events: types, secret: row.secret };
 }
 
@@ -106,9 +148,8 @@ export function checkDisableReason(reason: string | undefined): void {
  * endpoint changes nothing. Returns the endpoint as `list` shows it.
  */
 export async function enableWebhook(db: Db, id: string): Promise<WebhookView> {
-  const row = (await repo.enableEndpoint(db, id)) ?? (await repo.findEndpoint(db, id));
+  const row = await enableEndpoint(db, id);
   if (!row) throw new AdminError('not_found', `no webhook "${id}"`);
-  forgetEndpointLookups();
   return toView(row);
 }
 
@@ -118,8 +159,7 @@ export async function enableWebhook(db: Db, id: string): Promise<WebhookView> {
  */
 export async function disableWebhook(db: Db, id: string, reason?: string): Promise<WebhookView> {
   checkDisableReason(reason);
-  await repo.disableEndpoint(db, id, reason?.trim() ?? `disabled by an operator at ${new Date().toISOString()}`);
-  const row = await repo.findEndpoint(db, id);
+  const row = await disableEndpoint(db, id, reason?.trim() ?? `disabled by an operator at ${new Date().toISOString()}`);
   if (!row) throw new AdminError('not_found', `no webhook "${id}"`);
   return toView(row);
 }
@@ -127,7 +167,7 @@ export async function disableWebhook(db: Db, id: string, reason?: string): Promi
 export async function webhookDeliveries(db: Db, id: string): Promise<{ webhook: string; deliveries: DeliveryView[] }> {
   const endpoint = await repo.findEndpoint(db, id);
   if (!endpoint) throw new AdminError('not_found', `no webhook "${id}"`);
-  const rows = await repo.recentDeliveries(db, id, DELIVERIES_SHOWN);
+  const rows = await repo.deliveriesOf(db, id, DELIVERIES_SHOWN);
   return {
     webhook: id,
     deliveries: rows.map((r) => ({

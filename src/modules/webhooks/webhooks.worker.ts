@@ -44,7 +44,7 @@ export async function startWebhookWorkers({ db, queue, config, logger }: {
   // being limited to two a second per worker. The batch's jobs run side by side, and the store work
   // is done once per batch (webhook-delivery.ts deliverBatch).
   const deps = {
-    db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+    db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks, logger,
   };
   let inFlight = 0;
   const workers = Math.max(1, Math.min(2, config.workerConcurrency));

@@ -1,0 +1,143 @@
+import type { Kysely } from 'kysely';
+import type { Caller } from '../../core/caller.ts';
+import { AppError } from '../../core/errors.ts';
+import type { Database } from '../../db/schema.ts';
+import type { JobQueue } from '../../queue/queue.ts';
+import { utcSeconds } from '../../schemas/datetime.ts';
+import type { EventType } from '../events/event-types.ts';
+import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, jobIdOf, type DeliveryJob } from './webhook-delivery.ts';
+import type {
+  CreatedWebhookEndpoint, CreateWebhookEndpointBody, DeliveriesQuery, PingEvent, RotatedWebhookSecret, UpdateWebhookEndpointBody,
+  WebhookDelivery, WebhookEndpoint,
+} from './webhook-endpoints.schemas.ts';
+import { DEFAULT_DELIVERIES_PAGE_SIZE } from './webhook-endpoints.schemas.ts';
+import { hostRefusal } from './ssrf-guard.ts';
+import * as webhooks from './webhooks.service.ts';
+import * as repo from './webhooks.repository.ts';
+
+// The caller's organisation's webhook endpoints over the API: the operations import-admin uses
+// (webhooks.service.ts), scoped to the caller's organisation (another's endpoint is as unknown: 404),
+// with the API's errors. A URL is also refused when the service may not deliver to it.
+type Db = Kysely<Database>;
+
+/** How long a rotated-out secret goes on signing beside the new one. */
+export const ROTATION_OVERLAP_HOURS = 24;
+
+export interface EndpointsDeps { db: Db; queue: JobQueue; allowPrivateNetworks: boolean }
+
+export async function createEndpoint(deps: EndpointsDeps, caller: Caller, body: CreateWebhookEndpointBody): Promise<CreatedWebhookEndpoint> {
+  const url = await checkUrl(deps, body.url);
+  const row = await webhooks.addEndpoint(deps.db, caller.organisationId, { url, events: body.events ?? null, description: body.description ?? null });
+  return { ...toEndpoint(row), secret: row.secret };
+}
+
+export async function listEndpoints(db: Db, caller: Caller): Promise<WebhookEndpoint[]> {
+  return (await repo.endpointsOf(db, caller.organisationId)).map(toEndpoint);
+}
+
+export async function getEndpoint(db: Db, caller: Caller, id: string): Promise<WebhookEndpoint> {
+  return toEndpoint(await ownEndpoint(db, caller, id));
+}
+
+export async function updateEndpoint(deps: EndpointsDeps, caller: Caller, id: string, body: UpdateWebhookEndpointBody): Promise<WebhookEndpoint> {
+  const { db } = deps;
+  await ownEndpoint(db, caller, id);
+  const changes: repo.EndpointChanges = {};
+  if (body.url !== undefined) changes.url = await checkUrl(deps, body.url);
+  if (body.events !== undefined) changes.event_types = body.events;
+  if (body.description !== undefined) changes.description = body.description;
+  await repo.updateEndpoint(db, id, changes);
+  if (body.enabled === true) await webhooks.enableEndpoint(db, id);
+  if (body.enabled === false) await webhooks.disableEndpoint(db, id, `disabled over the API at ${new Date().toISOString()}`);
+  // An endpoint deleted meanwhile (another request) is as unknown.
+  return toEndpoint(await ownEndpoint(db, caller, id));
+}
+
+export async function deleteEndpoint(db: Db, caller: Caller, id: string): Promise<void> {
+  if (!(await repo.deleteEndpoint(db, id, caller.organisationId))) throw notFound(id);
+}
+
+export async function rotateSecret(db: Db, caller: Caller, id: string): Promise<RotatedWebhookSecret> {
+  await ownEndpoint(db, caller, id);
+  const row = await repo.rotateSecret(db, id, webhooks.generateSecret(), ROTATION_OVERLAP_HOURS);
+  return { ...toEndpoint(row), secret: row.secret, previous_secret_expires_at: utcSeconds(row.previous_secret_expires_at!) };
+}
+
+/**
+ * A `ping` event delivered to this endpoint only, whatever its event filter: written with its
+ * delivery job in one transaction, then sent by the delivery workers like any event (signed,
+ * retried, in the endpoint's log). A disabled endpoint's ping is not sent.
+ */
+export async function sendPing(deps: EndpointsDeps, caller: Caller, id: string): Promise<PingEvent> {
+  await ownEndpoint(deps.db, caller, id);
+  const ping = await deps.db.transaction().execute(async (trx) => {
+    const event = await repo.insertPing(trx);
+    const job: DeliveryJob = { endpoint_id: id, event_id: event.id, attempt: 1 };
+    await deps.queue.send(DELIVERY_QUEUE, job, { trx, id: jobIdOf(job), ...DELIVERY_JOB_POLICY });
+    return event;
+  });
+  return { id: String(ping.id), type: 'ping', created_at: utcSeconds(ping.created_at), import_supplier: null, external_account_number: null, data: {} };
+}
+
+/** One page of the endpoint's attempts, newest first; the cursor names the last attempt shown. */
+export async function deliveriesPage(db: Db, caller: Caller, id: string, query: DeliveriesQuery)
+  : Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
+  await ownEndpoint(db, caller, id);
+  const size = query.page_size ?? DEFAULT_DELIVERIES_PAGE_SIZE;
+  const before = query.cursor === undefined ? null : decodeCursor(query.cursor);
+  const rows = await repo.deliveriesOf(db, id, size + 1, before);
+  const page = rows.slice(0, size);
+  const deliveries = page.map((r) => ({
+    event_id: String(r.event_id), event_type: r.event_type, attempt: r.attempt, status_code: r.status_code,
+    latency_ms: r.latency_ms, error: r.error, at: utcSeconds(r.at),
+  }));
+  return { deliveries, nextCursor: rows.length > size ? encodeCursor(page[page.length - 1]!.id) : null };
+}
+
+async function ownEndpoint(db: Db, caller: Caller, id: string): Promise<repo.EndpointRow> {
+  const row = await repo.findEndpoint(db, id, caller.organisationId);
+  if (!row) throw notFound(id);
+  return row;
+}
+
+const notFound = (id: string) => new AppError('not_found', `No webhook endpoint "${id}".`);
+
+/** The URL rule import-admin applies, and the address check deliveries make (unless private networks are allowed). */
+async function checkUrl(deps: EndpointsDeps, url: string): Promise<string> {
+  const checked = webhooks.webhookUrlProblem(url);
+  switch (checked.problem) {
+    case 'not_a_url': throw AppError.field('invalid', 'Enter an absolute http or https URL.', 'url');
+    case 'not_http': throw notAllowed('Webhooks are delivered over http or https only.');
+    case 'credentials': throw notAllowed('A webhook URL must not carry credentials.');
+    case 'too_long': throw AppError.field('invalid', `Ensure this field has no more than ${webhooks.URL_MAX_LENGTH} characters.`, 'url');
+    case null: break;
+  }
+  if (deps.allowPrivateNetworks) return checked.url;
+  const refused = await hostRefusal(new URL(checked.url).hostname);
+  if (refused) {
+    const which = refused.host === refused.address ? refused.address : `${refused.host} (${refused.address})`;
+    throw notAllowed(`Webhooks cannot be delivered to ${which}: it is a ${refused.reason} address.`);
+  }
+  return checked.url;
+}
+
+const notAllowed = (detail: string) => AppError.field('webhook_url_not_allowed', detail, 'url');
+
+function toEndpoint(row: repo.EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id, url: row.url, events: row.event_types as EventType[] | null, description: row.description,
+    enabled: row.enabled, created_at: utcSeconds(row.created_at),
+  };
+}
+
+function encodeCursor(id: number): string {
+  return Buffer.from(JSON.stringify([id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): number {
+  try {
+    const [id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (Number.isSafeInteger(id) && (id as number) > 0) return id as number;
+  } catch { /* below */ }
+  throw AppError.field('invalid', 'The cursor is not one this service gave.', 'cursor');
+}
