@@ -33,9 +33,11 @@ const JOB_FROM = sql`migration_jobs j JOIN import_suppliers s ON s.id = j.suppli
 
 export async function insertJob(db: Db, job: {
   id: string; supplierId: number; teamId: number; dryRun: boolean; notBefore: string | null; notAfter: string | null;
+  controlTotals: Record<string, number | string>;
 }): Promise<void> {
-  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, not_before, not_after)
-    VALUES (${job.id}::uuid, ${job.supplierId}, ${job.teamId}, ${job.dryRun}, ${job.notBefore}::timestamptz, ${job.notAfter}::timestamptz)`.execute(db);
+  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, not_before, not_after, control_totals)
+    VALUES (${job.id}::uuid, ${job.supplierId}, ${job.teamId}, ${job.dryRun}, ${job.notBefore}::timestamptz, ${job.notAfter}::timestamptz,
+      ${JSON.stringify(job.controlTotals)}::jsonb)`.execute(db);
 }
 
 /** The job if it belongs to the organisation (another organisation's job is an unknown one). */
