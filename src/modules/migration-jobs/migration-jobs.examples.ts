@@ -1,12 +1,16 @@
 import { EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
 import { DEMO } from '../admin/demo-seed.ts';
 import type { CreateJobBody, Job, RecordResult, UploadReply } from './migration-jobs.schemas.ts';
+import type { ExceptionLine, ReconciliationReport } from './reconciliation.schemas.ts';
 
 // OpenAPI examples: a job for the demo supplier, one record of another demo account.
 
 export const EXAMPLE_JOB_ID = '6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f';
 
-export const CREATE_JOB: CreateJobBody = { import_supplier: DEMO.supplier, operations_team_name: DEMO.team };
+export const CREATE_JOB: CreateJobBody = {
+  import_supplier: DEMO.supplier, operations_team_name: DEMO.team,
+  control_totals: { accounts: 1, notes: 1, transactions: 0, balance_total: '0.00' },
+};
 
 const RECORD_ACCOUNT = JSON.parse(JSON.stringify(EXAMPLE_ACCOUNT).replaceAll('DEMO-0001', 'DEMO-0002')) as typeof EXAMPLE_ACCOUNT;
 
@@ -46,4 +50,21 @@ export const ACTION_REFUSED = {
   start: { detail: `Migration job "${EXAMPLE_JOB_ID}" has no records: upload some before starting it.`, code: 'migration_job_empty' },
   cancel: { detail: `Migration job "${EXAMPLE_JOB_ID}" is already completed.`, code: 'migration_job_finished' },
   retry: { detail: `Migration job "${EXAMPLE_JOB_ID}" is running: only a completed or cancelled job can be retried.`, code: 'migration_job_not_finished' },
+};
+
+export const RECONCILIATION: ReconciliationReport = {
+  job_id: EXAMPLE_JOB_ID, import_supplier: DEMO.supplier, generated_at: '2025-03-04T11:00:00Z', job_state: 'completed',
+  file: { sha256: '9f2c5e0d1a7b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5', lines: 2000, unparsable_lines: 1 },
+  uploaded_by: 'ak_3f2a1b0c9d8e', started_at: '2025-03-04T10:21:00Z', finished_at: '2025-03-04T10:30:12Z',
+  measures: [
+    { measure: 'accounts', control: 2000, file: 2000, migrated: 1998, verdict: 'differs' },
+    { measure: 'transactions', control: null, file: 40000, migrated: 39960, verdict: 'differs' },
+    { measure: 'notes', control: null, file: 4000, migrated: 4000, verdict: 'not_declared' },
+    { measure: 'balance_total', control: '-1204.50', file: '-1204.50', migrated: '-1188.20', verdict: 'differs' },
+  ],
+  verdict: 'differs', exceptions: 3,
+};
+
+export const RECONCILIATION_EXCEPTION: ExceptionLine = {
+  line: 97, external_account_number: 'DEMO-0097', measure: 'not_migrated', file: null, migrated: null,
 };
