@@ -31,7 +31,7 @@ export const DecimalTotal = Type.String({
   pattern: '^-?[0-9]{1,18}(\\.[0-9]{1,6})?$', maxLength: 26, description: 'A decimal string, e.g. "-1204.50".',
 });
 
-const count = (what: string) => Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, description: `The ${what} of the book.` }));
+const count = (what: string) => Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, format: 'int64', description: `The ${what} of the book.` }));
 
 export const ControlTotals = Type.Object({
   accounts: count('accounts'),
