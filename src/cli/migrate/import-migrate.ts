@@ -5,6 +5,7 @@ import type { CommandContext, CommandResult, Flags } from './command-context.ts'
 import { CONVERT_SYNOPSIS, convertCommand } from './convert/convert-command.ts';
 import { cancelCommand, jobsCommand, resultsCommand, retryCommand, statusCommand } from './job-commands.ts';
 import { plainProgress, terminalProgress } from './progress.ts';
+import { reconcileCommand } from './reconcile-command.ts';
 import { runFile, watchCommand } from './run-command.ts';
 
 // import-migrate (D12): the supplier's migration client. It talks to the service over HTTP only.
@@ -38,6 +39,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   cancel: { args: ['JOB'], options: [], synopsis: 'cancel JOB', run: (ctx, [job]) => cancelCommand(ctx, job!) },
   retry: { args: ['JOB'], options: [], synopsis: 'retry JOB', run: (ctx, [job]) => retryCommand(ctx, job!) },
   jobs: { args: [], options: ['supplier'], synopsis: 'jobs --supplier CODE', run: (ctx) => jobsCommand(ctx) },
+  reconcile: { args: ['JOB'], options: ['csv'], synopsis: 'reconcile JOB [--csv FILE]', run: (ctx, [job]) => reconcileCommand(ctx, job!) },
 };
 
 const OPTIONS = {
@@ -46,6 +48,8 @@ const OPTIONS = {
   'not-after': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
   mapping: { type: 'string' }, out: { type: 'string' }, init: { type: 'boolean' },
 } as const;
+/** reconcile's --csv names the file the exceptions go to; results' --csv is a switch. */
+const RECONCILE_OPTIONS = { ...OPTIONS, csv: { type: 'string' } } as const;
 /** convert works offline: it takes no service option, and only these. */
 const CONVERT_OPTIONS = new Set(['mapping', 'out', 'init', 'json', 'help']);
 const GLOBAL_OPTIONS = new Set(['url', 'api-key', 'json', 'help']);
@@ -63,7 +67,10 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
   };
   let parsed: { values: Flags; positionals: string[] };
   try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }) as typeof parsed;
+    // The command decides what --csv takes; a first, lenient pass finds the command.
+    const named = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: false }).positionals[0];
+    const options = named === 'reconcile' ? RECONCILE_OPTIONS : OPTIONS;
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as typeof parsed;
   } catch (error) {
     return fail(EXIT_USAGE, `${(error as Error).message.split('. ')[0]!.replace(/\.$/, '')}; run import-migrate --help`);
   }
@@ -134,7 +141,8 @@ function checkCommandLine(name: string, command: CommandSpec, args: string[], fl
   }
   if (name === 'jobs' && !flags.supplier) throw new UsageError('--supplier is required');
   if (flags.outcome !== undefined && !OUTCOMES.includes(flags.outcome as string)) throw new UsageError(`--outcome must be one of ${OUTCOMES.join(', ')}`);
-  if (flags.csv && flags.json) throw new UsageError('give --csv or --json, not both');
+  if (flags.csv && flags.json && name !== 'reconcile') throw new UsageError('give --csv or --json, not both');
+  if (name === 'reconcile' && flags.csv === '') throw new UsageError('--csv needs a file name');
 }
 
 function positiveInt(raw: string | undefined, fallback: number): number {
@@ -158,6 +166,9 @@ export function usage(): string {
     'run creates a job, uploads FILE (.ndjson or .ndjson.gz) streaming, starts the job and watches it;',
     'failed records go to FILE.<job id>.failed.ndjson. --resume JOB uploads the lines after the job\'s',
     'counts.total, then goes on the same way. Ctrl-C while watching leaves the job running.',
+    '',
+    'reconcile prints the job\'s reconciliation (control, file and migrated totals by measure) and with',
+    '--csv FILE writes its exceptions there. Exit 0 balanced, 1 differs or not finished, 2 usage or connection.',
     '',
     'convert turns legacy CSV exports into a book (NDJSON, gzip when the name ends .gz) as the YAML mapping',
     'says, offline; rows it cannot map go to BOOK.rejects.csv. --init prints a starting mapping from the',

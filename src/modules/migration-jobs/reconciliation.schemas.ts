@@ -8,7 +8,6 @@ import { JOB_STATES, MEASURES } from './migration-jobs.schemas.ts';
 export const MEASURE_VERDICTS = ['balanced', 'differs', 'not_declared'] as const;
 export type MeasureVerdict = (typeof MEASURE_VERDICTS)[number];
 export const REPORT_VERDICTS = ['balanced', 'differs', 'incomplete'] as const;
-export type ReportVerdict = (typeof REPORT_VERDICTS)[number];
 export const EXCEPTION_MEASURES = [...MEASURES, 'not_migrated'] as const;
 
 /** A count (an integer) or a sum of money (a decimal string). */
