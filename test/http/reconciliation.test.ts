@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
+import { ResumableSha256 } from '../../src/core/resumable-sha256.ts';
+import { ndjsonLines } from '../../src/modules/migration-jobs/ndjson-lines.ts';
 import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
@@ -49,12 +52,13 @@ async function newJob(tenant: Tenant, controlTotals?: Record<string, unknown>) {
   return res.json.id as string;
 }
 
-async function upload(tenant: Tenant, id: string, text: string, gzip = false) {
+async function upload(tenant: Tenant, id: string, text: string | Buffer, gzip = false, status = 200) {
   const res = await t.app.inject({
-    method: 'POST', url: `${BASE}${id}/records/`, payload: gzip ? gzipSync(text) : text,
+    method: 'POST', url: `${BASE}${id}/records/`, payload: gzip && typeof text === 'string' ? gzipSync(text) : text,
     headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson', ...(gzip ? { 'content-encoding': 'gzip' } : {}) },
   });
-  assert.equal(res.statusCode, 200, res.body);
+  assert.equal(res.statusCode, status, res.body);
+  return res.json() as { received: number; total_records: number };
 }
 
 async function runJob(tenant: Tenant, id: string) {
@@ -222,5 +226,39 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
     assert.equal(res.status, 400);
     assert.equal(res.json.code, 'invalid');
     assert.deepEqual(res.json.errors.map((e: { attr: string }) => e.attr), ['control_totals.balance_total']);
+  });
+});
+
+describe('the file hash', () => {
+  test('an upload cut off and resumed hashes as the whole file, and counts each kept line once', async () => {
+    const tenant = await createTenant(t);
+    const accounts = Array.from({ length: 40 }, () => accountPayload(tenant.supplier));
+    const lines = accounts.map((a) => JSON.stringify(record(a)));
+    const whole = `${lines.join('\n')}\n`;
+    const id = await newJob(tenant);
+    // A gzip stream cut short: the complete lines before the cut are kept, the job says how many.
+    const gz = gzipSync(whole);
+    const cut = await upload(tenant, id, gz.subarray(0, Math.floor(gz.length * 0.6)), true, 400);
+    assert.ok(cut.total_records > 0 && cut.total_records < 40, JSON.stringify(cut));
+    await upload(tenant, id, `${lines.slice(cut.total_records).join('\n')}\n`);
+    const res = await report(tenant, id);
+    assert.deepEqual(res.json.file, { sha256: createHash('sha256').update(whole).digest('hex'), lines: 40, unparsable_lines: 0 });
+    assert.deepEqual(measuresOf(res.json).transactions, [null, 80, 0, 'differs']);
+    assert.deepEqual(measuresOf(res.json).balance_total, [null, '-290.00', '0.00', 'differs']);
+  });
+
+  test('the lines are hashed as they stream, blank lines left out, a line too long to keep included', async () => {
+    const text = 'one\n\n  \r\n{"a":1}\r\n' + 'x'.repeat(50) + '\nlast';
+    for (const size of [1, 3, 7, 64, text.length]) {
+      const chunks = Array.from({ length: Math.ceil(text.length / size) }, (_, i) => Buffer.from(text.slice(i * size, (i + 1) * size)));
+      const hash = ResumableSha256.create();
+      const kinds: string[] = [];
+      for await (const line of ndjsonLines(Readable.from(chunks), { maxLineBytes: 20, maxTotalBytes: 1000, maxBlankLines: 10 }, (b) => hash.update(b))) {
+        kinds.push(line.kind);
+      }
+      assert.deepEqual(kinds, ['text', 'text', 'too_long', 'text']);
+      const expected = `one\n{"a":1}\r\n${'x'.repeat(50)}\nlast\n`;
+      assert.equal(hash.hex(), createHash('sha256').update(expected).digest('hex'), `chunks of ${size}`);
+    }
   });
 });
