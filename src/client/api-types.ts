@@ -5124,7 +5124,7 @@ export interface operations {
                      *       "generated_at": "2025-03-04T11:00:00Z",
                      *       "job_state": "completed",
                      *       "file": {
-                     *         "sha256": "9f2c5e0d1a7b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5",
+                     *         "sha256": "8e738aac00a554e7c035e04c8962c6d74a32eed2f5e1473c3cd14f8fd0115934",
                      *         "lines": 2000,
                      *         "unparsable_lines": 1
                      *       },
@@ -5140,17 +5140,52 @@ export interface operations {
                      *           "verdict": "differs"
                      *         },
                      *         {
-                     *           "measure": "transactions",
+                     *           "measure": "customers",
                      *           "control": null,
+                     *           "file": 2600,
+                     *           "migrated": 2597,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "supply_points",
+                     *           "control": null,
+                     *           "file": 3100,
+                     *           "migrated": 3098,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "meters",
+                     *           "control": null,
+                     *           "file": 3100,
+                     *           "migrated": 3098,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "statements",
+                     *           "control": 2000,
+                     *           "file": 2000,
+                     *           "migrated": 1998,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "transactions",
+                     *           "control": 40000,
                      *           "file": 40000,
-                     *           "migrated": 39960,
+                     *           "migrated": 39959,
                      *           "verdict": "differs"
                      *         },
                      *         {
                      *           "measure": "notes",
                      *           "control": null,
                      *           "file": 4000,
-                     *           "migrated": 4000,
+                     *           "migrated": 3996,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "payment_instructions",
+                     *           "control": null,
+                     *           "file": 0,
+                     *           "migrated": 0,
                      *           "verdict": "not_declared"
                      *         },
                      *         {
@@ -5159,10 +5194,17 @@ export interface operations {
                      *           "file": "-1204.50",
                      *           "migrated": "-1188.20",
                      *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "statements_gross_total",
+                     *           "control": "241000.00",
+                     *           "file": "241000.00",
+                     *           "migrated": "240759.00",
+                     *           "verdict": "differs"
                      *         }
                      *       ],
                      *       "verdict": "differs",
-                     *       "exceptions": 3
+                     *       "exceptions": 4
                      *     }
                      */
                     "application/json": components["schemas"]["MigrationJobReconciliation"];

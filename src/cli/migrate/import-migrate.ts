@@ -68,7 +68,7 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
   let parsed: { values: Flags; positionals: string[] };
   try {
     // The command decides what --csv takes; a first, lenient pass finds the command.
-    const named = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: false }).positionals[0];
+    const named = parseArgs({ args: argv, options: RECONCILE_OPTIONS, allowPositionals: true, strict: false }).positionals[0];
     const options = named === 'reconcile' ? RECONCILE_OPTIONS : OPTIONS;
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as typeof parsed;
   } catch (error) {
