@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
@@ -245,6 +245,24 @@ describe('the file hash', () => {
     assert.deepEqual(res.json.file, { sha256: createHash('sha256').update(whole).digest('hex'), lines: 40, unparsable_lines: 0 });
     assert.deepEqual(measuresOf(res.json).transactions, [null, 80, 0, 'differs']);
     assert.deepEqual(measuresOf(res.json).balance_total, [null, '-290.00', '0.00', 'differs']);
+  });
+
+  test('two uploads to one job at once leave no file hash (null), and both count', async () => {
+    const tenant = await createTenant(t);
+    const id = await newJob(tenant);
+    const body = new PassThrough();
+    const first = t.app.inject({ method: 'POST', url: `${BASE}${id}/records/`, payload: body,
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+    // 500 lines make a batch: once it is written, another upload comes between it and the rest.
+    body.write(Array.from({ length: 500 }, (_, i) => `${JSON.stringify({ account: { external_account_number: `A-${i}` } })}\n`).join(''));
+    await waitUntil(async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.counts.total === 500,
+      'the first batch is written', 30_000);
+    await upload(tenant, id, `${JSON.stringify({ account: { external_account_number: 'B-1' } })}\n`);
+    body.end(`${JSON.stringify({ account: { external_account_number: 'A-500' } })}\n`);
+    assert.equal((await first).statusCode, 200);
+    const res = await report(tenant, id);
+    assert.deepEqual(res.json.file, { sha256: null, lines: 502, unparsable_lines: 0 });
+    assert.deepEqual(measuresOf(res.json).accounts, [null, 502, 0, 'differs']);
   });
 
   test('the lines are hashed as they stream, blank lines left out, a line too long to keep included', async () => {
