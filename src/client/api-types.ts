@@ -453,6 +453,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data-import/migration-jobs/{job_id}/reconciliation/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reconcile the job: legacy, file and store, measure by measure
+         * @description For each measure (accounts, customers, supply_points, meters, statements, transactions, notes, payment_instructions, balance_total, statements_gross_total): the job's `control_totals`, what the uploaded file holds, and what the store holds now for the items the records carry, read by their own keys (never from the records' outcomes). Counts are integers, money decimal strings summed exactly. The verdict is `incomplete` while the job is not finished, else `differs` when a measure differs, else `balanced`.
+         */
+        get: operations["reconcileMigrationJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/migration-jobs/{job_id}/reconciliation/exceptions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Records the store does not hold as sent (NDJSON, or CSV)
+         * @description In line order, one line per measure where a record's figure and the store's differ; a record whose account the store does not hold (or whose line could not be read) is one line with measure `not_migrated`. With `Accept: text/csv`, CSV with a header row: line, external_account_number, measure, file, migrated. A CSV text cell beginning with `=`, `+`, `-`, `@`, tab or carriage return is written with a leading `'`; sums of money are written as numbers.
+         */
+        get: operations["listMigrationJobExceptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/data-import/stats/{import_supplier_code}/": {
         parameters: {
             query?: never;
@@ -890,6 +930,7 @@ export interface components {
              * @description At most this many of the job's records start a minute, evenly spread; null: as fast as the workers go.
              */
             max_records_per_minute?: number | null;
+            control_totals?: components["schemas"]["MigrationControlTotals"];
         };
         MigrationJob: {
             /**
@@ -979,6 +1020,64 @@ export interface components {
             }[];
             /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
             finished_at: string | null;
+        };
+        MigrationJobReconciliation: {
+            /** Format: uuid */
+            job_id: string;
+            import_supplier: string;
+            /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
+            generated_at: string;
+            /** @enum {string} */
+            job_state: "open" | "scheduled" | "queued" | "running" | "paused" | "completed" | "cancelled";
+            file: {
+                /** @description SHA-256 (hex) of the uploaded lines, decompressed, each with its newline, all uploads in order; null when two uploads of the job overlapped, or the job was uploaded before the service kept it. */
+                sha256: string | null;
+                /** @description Lines stored (blank lines not counted). */
+                lines: number;
+                /** @description Lines that failed at step parse. */
+                unparsable_lines: number;
+            };
+            /** @description The prefix of the API key that uploaded the first lines. */
+            uploaded_by: string | null;
+            /** @description UTC. */
+            started_at: string | null;
+            /** @description UTC. */
+            finished_at: string | null;
+            measures: {
+                /** @enum {string} */
+                measure: "accounts" | "customers" | "supply_points" | "meters" | "statements" | "transactions" | "notes" | "payment_instructions" | "balance_total" | "statements_gross_total";
+                /** @description The legacy system's figure, from the job's control_totals; null when not declared. */
+                control: number | string | null;
+                /** @description What the uploaded lines hold (counted as they were uploaded). */
+                file: number | string;
+                /** @description What the store holds for the items the records carry, read by their own keys. */
+                migrated: number | string;
+                /**
+                 * @description balanced: every declared figure is equal; not_declared: no control figure, file and migrated equal.
+                 * @enum {string}
+                 */
+                verdict: "balanced" | "differs" | "not_declared";
+            }[];
+            /**
+             * @description incomplete while the job is not finished; else differs when a measure differs; else balanced.
+             * @enum {string}
+             */
+            verdict: "balanced" | "differs" | "incomplete";
+            /** @description The lines of the exceptions list. */
+            exceptions: number;
+        };
+        MigrationJobReconciliationException: {
+            line: number;
+            external_account_number: string | null;
+            /**
+             * @description not_migrated: the store holds no account for the record (or its line could not be read).
+             * @enum {string}
+             */
+            measure: "accounts" | "customers" | "supply_points" | "meters" | "statements" | "transactions" | "notes" | "payment_instructions" | "balance_total" | "statements_gross_total" | "not_migrated";
+            /** @description What the line holds; null for not_migrated. */
+            file: number | string | null;
+            /** @description What the store holds; null for not_migrated. */
+            migrated: number | string | null;
         };
         /** SupplierStats */
         SupplierStats: {
@@ -1575,6 +1674,53 @@ export interface components {
             gross_amount: number;
             /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
             statement_path?: string;
+        };
+        /** @description The legacy system's own figures for the book, each optional; reconciliation sets them beside the file's and the store's. */
+        MigrationControlTotals: {
+            /**
+             * Format: int64
+             * @description The accounts of the book.
+             */
+            accounts?: number;
+            /**
+             * Format: int64
+             * @description The customers of the book.
+             */
+            customers?: number;
+            /**
+             * Format: int64
+             * @description The supply points of the book.
+             */
+            supply_points?: number;
+            /**
+             * Format: int64
+             * @description The meters of the book.
+             */
+            meters?: number;
+            /**
+             * Format: int64
+             * @description The statements of the book.
+             */
+            statements?: number;
+            /**
+             * Format: int64
+             * @description The transactions of the book.
+             */
+            transactions?: number;
+            /**
+             * Format: int64
+             * @description The notes of the book.
+             */
+            notes?: number;
+            /**
+             * Format: int64
+             * @description The payment instructions of the book.
+             */
+            payment_instructions?: number;
+            /** @description The sum of the book's account balances, with the service's sign (the account read's balance). */
+            balance_total?: string;
+            /** @description The sum of the gross amounts of the book's statements. */
+            statements_gross_total?: string;
         };
         AccountImportRecord: {
             external_account_number: string;
@@ -4280,7 +4426,13 @@ export interface operations {
                 /**
                  * @example {
                  *       "import_supplier": "DEMO",
-                 *       "operations_team_name": "Operations"
+                 *       "operations_team_name": "Operations",
+                 *       "control_totals": {
+                 *         "accounts": 1,
+                 *         "notes": 1,
+                 *         "transactions": 0,
+                 *         "balance_total": "0.00"
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["CreateMigrationJobRequest"];
@@ -5578,6 +5730,316 @@ export interface operations {
                      * @example {
                      *       "detail": "Migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\" was not paused.",
                      *       "code": "migration_job_not_paused"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    reconcileMigrationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reconciliation report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "job_id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "import_supplier": "DEMO",
+                     *       "generated_at": "2025-03-04T11:00:00Z",
+                     *       "job_state": "completed",
+                     *       "file": {
+                     *         "sha256": "8e738aac00a554e7c035e04c8962c6d74a32eed2f5e1473c3cd14f8fd0115934",
+                     *         "lines": 2000,
+                     *         "unparsable_lines": 1
+                     *       },
+                     *       "uploaded_by": "ak_3f2a1b0c9d8e",
+                     *       "started_at": "2025-03-04T10:21:00Z",
+                     *       "finished_at": "2025-03-04T10:30:12Z",
+                     *       "measures": [
+                     *         {
+                     *           "measure": "accounts",
+                     *           "control": 2000,
+                     *           "file": 2000,
+                     *           "migrated": 1998,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "customers",
+                     *           "control": null,
+                     *           "file": 2600,
+                     *           "migrated": 2597,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "supply_points",
+                     *           "control": null,
+                     *           "file": 3100,
+                     *           "migrated": 3098,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "meters",
+                     *           "control": null,
+                     *           "file": 3100,
+                     *           "migrated": 3098,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "statements",
+                     *           "control": 2000,
+                     *           "file": 2000,
+                     *           "migrated": 1998,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "transactions",
+                     *           "control": 40000,
+                     *           "file": 40000,
+                     *           "migrated": 39959,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "notes",
+                     *           "control": null,
+                     *           "file": 4000,
+                     *           "migrated": 3996,
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "payment_instructions",
+                     *           "control": null,
+                     *           "file": 0,
+                     *           "migrated": 0,
+                     *           "verdict": "not_declared"
+                     *         },
+                     *         {
+                     *           "measure": "balance_total",
+                     *           "control": "-1204.50",
+                     *           "file": "-1204.50",
+                     *           "migrated": "-1188.20",
+                     *           "verdict": "differs"
+                     *         },
+                     *         {
+                     *           "measure": "statements_gross_total",
+                     *           "control": "241000.00",
+                     *           "file": "241000.00",
+                     *           "migrated": "240759.00",
+                     *           "verdict": "differs"
+                     *         }
+                     *       ],
+                     *       "verdict": "differs",
+                     *       "exceptions": 4
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJobReconciliation"];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. The job id is longer than 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 100 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "job_id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listMigrationJobExceptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exceptions in line order: one JSON object per line, or CSV rows. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "line": 97,
+                     *       "external_account_number": "DEMO-0097",
+                     *       "measure": "not_migrated",
+                     *       "file": null,
+                     *       "migrated": null
+                     *     }
+                     */
+                    "application/x-ndjson": components["schemas"]["MigrationJobReconciliationException"];
+                    "text/csv": string;
+                };
+            };
+            /** @description Refused; `code` is `invalid`. The job id is longer than 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 100 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "job_id"
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBody"];

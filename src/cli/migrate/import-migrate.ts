@@ -5,6 +5,7 @@ import type { CommandContext, CommandResult, Flags } from './command-context.ts'
 import { CONVERT_SYNOPSIS, convertCommand } from './convert/convert-command.ts';
 import { cancelCommand, jobsCommand, pauseCommand, resultsCommand, resumeCommand, retryCommand, statusCommand } from './job-commands.ts';
 import { plainProgress, terminalProgress } from './progress.ts';
+import { reconcileCommand } from './reconcile-command.ts';
 import { maxRate, runFile, watchCommand } from './run-command.ts';
 
 // import-migrate (D12): the supplier's migration client. It talks to the service over HTTP only.
@@ -40,6 +41,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   pause: { args: ['JOB'], options: [], synopsis: 'pause JOB', run: (ctx, [job]) => pauseCommand(ctx, job!) },
   resume: { args: ['JOB'], options: [], synopsis: 'resume JOB', run: (ctx, [job]) => resumeCommand(ctx, job!) },
   jobs: { args: [], options: ['supplier'], synopsis: 'jobs --supplier CODE', run: (ctx) => jobsCommand(ctx) },
+  reconcile: { args: ['JOB'], options: ['csv'], synopsis: 'reconcile JOB [--csv FILE]', run: (ctx, [job]) => reconcileCommand(ctx, job!) },
 };
 
 const OPTIONS = {
@@ -48,6 +50,8 @@ const OPTIONS = {
   'not-after': { type: 'string' }, 'max-rate': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
   mapping: { type: 'string' }, out: { type: 'string' }, init: { type: 'boolean' },
 } as const;
+/** reconcile's --csv names the file the exceptions go to; results' --csv is a switch. */
+const RECONCILE_OPTIONS = { ...OPTIONS, csv: { type: 'string' } } as const;
 /** convert works offline: it takes no service option, and only these. */
 const CONVERT_OPTIONS = new Set(['mapping', 'out', 'init', 'json', 'help']);
 const GLOBAL_OPTIONS = new Set(['url', 'api-key', 'json', 'help']);
@@ -66,7 +70,10 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
   };
   let parsed: { values: Flags; positionals: string[] };
   try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }) as typeof parsed;
+    // The command decides what --csv takes; a first, lenient pass finds the command.
+    const named = parseArgs({ args: argv, options: RECONCILE_OPTIONS, allowPositionals: true, strict: false }).positionals[0];
+    const options = named === 'reconcile' ? RECONCILE_OPTIONS : OPTIONS;
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as typeof parsed;
   } catch (error) {
     return fail(EXIT_USAGE, `${(error as Error).message.split('. ')[0]!.replace(/\.$/, '')}; run import-migrate --help`);
   }
@@ -141,7 +148,8 @@ function checkCommandLine(name: string, command: CommandSpec, args: string[], fl
   }
   if (name === 'jobs' && !flags.supplier) throw new UsageError('--supplier is required');
   if (flags.outcome !== undefined && !OUTCOMES.includes(flags.outcome as string)) throw new UsageError(`--outcome must be one of ${OUTCOMES.join(', ')}`);
-  if (flags.csv && flags.json) throw new UsageError('give --csv or --json, not both');
+  if (flags.csv && flags.json && name !== 'reconcile') throw new UsageError('give --csv or --json, not both');
+  if (name === 'reconcile' && flags.csv === '') throw new UsageError('--csv needs a file name');
 }
 
 /** `import-migrate ARGS [--url URL]`, quoted for a POSIX shell where a word needs it. */
@@ -175,6 +183,9 @@ export function usage(): string {
     'counts.total, then goes on the same way. Ctrl-C while watching leaves the job running.',
     '--max-rate N starts at most N of the job\'s records a minute (the job\'s max_records_per_minute).',
     'pause stops the job starting records (those running finish); resume goes on from where it was.',
+    '',
+    'reconcile prints the job\'s reconciliation (control, file and migrated totals by measure) and with',
+    '--csv FILE writes its exceptions there. Exit 0 balanced, 1 differs or not finished, 2 usage or connection.',
     '',
     'convert turns legacy CSV exports into a book (NDJSON, gzip when the name ends .gz) as the YAML mapping',
     'says, offline; rows it cannot map go to BOOK.rejects.csv. --init prints a starting mapping from the',

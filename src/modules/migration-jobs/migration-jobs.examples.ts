@@ -1,12 +1,16 @@
 import { EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
 import { DEMO } from '../admin/demo-seed.ts';
 import type { CreateJobBody, Job, RecordResult, UpdateJobBody, UploadReply } from './migration-jobs.schemas.ts';
+import type { ExceptionLine, ReconciliationReport } from './reconciliation.schemas.ts';
 
 // OpenAPI examples: a job for the demo supplier, one record of another demo account.
 
 export const EXAMPLE_JOB_ID = '6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f';
 
-export const CREATE_JOB: CreateJobBody = { import_supplier: DEMO.supplier, operations_team_name: DEMO.team };
+export const CREATE_JOB: CreateJobBody = {
+  import_supplier: DEMO.supplier, operations_team_name: DEMO.team,
+  control_totals: { accounts: 1, notes: 1, transactions: 0, balance_total: '0.00' },
+};
 
 const RECORD_ACCOUNT = JSON.parse(JSON.stringify(EXAMPLE_ACCOUNT).replaceAll('DEMO-0001', 'DEMO-0002')) as typeof EXAMPLE_ACCOUNT;
 
@@ -56,3 +60,26 @@ export const ACTION_REFUSED = {
 
 export const THROTTLE_REFUSED = { detail: 'The request failed validation.', code: 'invalid', errors: [
   { detail: 'Ensure this value is greater than or equal to 1.', code: 'min_value', attr: 'max_records_per_minute' }] };
+
+export const RECONCILIATION: ReconciliationReport = {
+  job_id: EXAMPLE_JOB_ID, import_supplier: DEMO.supplier, generated_at: '2025-03-04T11:00:00Z', job_state: 'completed',
+  file: { sha256: '8e738aac00a554e7c035e04c8962c6d74a32eed2f5e1473c3cd14f8fd0115934', lines: 2000, unparsable_lines: 1 },
+  uploaded_by: 'ak_3f2a1b0c9d8e', started_at: '2025-03-04T10:21:00Z', finished_at: '2025-03-04T10:30:12Z',
+  measures: [
+    { measure: 'accounts', control: 2000, file: 2000, migrated: 1998, verdict: 'differs' },
+    { measure: 'customers', control: null, file: 2600, migrated: 2597, verdict: 'differs' },
+    { measure: 'supply_points', control: null, file: 3100, migrated: 3098, verdict: 'differs' },
+    { measure: 'meters', control: null, file: 3100, migrated: 3098, verdict: 'differs' },
+    { measure: 'statements', control: 2000, file: 2000, migrated: 1998, verdict: 'differs' },
+    { measure: 'transactions', control: 40000, file: 40000, migrated: 39959, verdict: 'differs' },
+    { measure: 'notes', control: null, file: 4000, migrated: 3996, verdict: 'differs' },
+    { measure: 'payment_instructions', control: null, file: 0, migrated: 0, verdict: 'not_declared' },
+    { measure: 'balance_total', control: '-1204.50', file: '-1204.50', migrated: '-1188.20', verdict: 'differs' },
+    { measure: 'statements_gross_total', control: '241000.00', file: '241000.00', migrated: '240759.00', verdict: 'differs' },
+  ],
+  verdict: 'differs', exceptions: 4,
+};
+
+export const RECONCILIATION_EXCEPTION: ExceptionLine = {
+  line: 97, external_account_number: 'DEMO-0097', measure: 'not_migrated', file: null, migrated: null,
+};

@@ -37,10 +37,11 @@ const JOB_FROM = sql`migration_jobs j JOIN import_suppliers s ON s.id = j.suppli
 export async function insertJob(db: Db, job: {
   id: string; supplierId: number; teamId: number; dryRun: boolean; notBefore: string | null; notAfter: string | null;
   maxRecordsPerMinute: number | null;
+  controlTotals: Record<string, number | string>;
 }): Promise<void> {
-  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, not_before, not_after, max_records_per_minute)
+  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, not_before, not_after, max_records_per_minute, control_totals)
     VALUES (${job.id}::uuid, ${job.supplierId}, ${job.teamId}, ${job.dryRun}, ${job.notBefore}::timestamptz, ${job.notAfter}::timestamptz,
-      ${job.maxRecordsPerMinute}::integer)`.execute(db);
+      ${job.maxRecordsPerMinute}::integer, ${JSON.stringify(job.controlTotals)}::jsonb)`.execute(db);
 }
 
 /** The job if it belongs to the organisation (another organisation's job is an unknown one). */

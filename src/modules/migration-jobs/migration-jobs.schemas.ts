@@ -31,6 +31,36 @@ const MaxRecordsPerMinute = Type.Integer({
   description: 'At most this many of the job\'s records start a minute, evenly spread; null: as fast as the workers go.',
 });
 
+export const COUNT_MEASURES = ['accounts', 'customers', 'supply_points', 'meters', 'statements', 'transactions', 'notes',
+  'payment_instructions'] as const;
+export const MONEY_MEASURES = ['balance_total', 'statements_gross_total'] as const;
+export const MEASURES = [...COUNT_MEASURES, ...MONEY_MEASURES] as const;
+export type Measure = (typeof MEASURES)[number];
+
+/** A sum of money as a decimal string: never a JSON number, so no figure passes through a float. */
+export const DecimalTotal = Type.String({
+  pattern: '^-?[0-9]{1,18}(\\.[0-9]{1,6})?$', maxLength: 26, description: 'A decimal string, e.g. "-1204.50".',
+});
+
+const count = (what: string) => Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, format: 'int64', description: `The ${what} of the book.` }));
+
+export const ControlTotals = Type.Object({
+  accounts: count('accounts'),
+  customers: count('customers'),
+  supply_points: count('supply points'),
+  meters: count('meters'),
+  statements: count('statements'),
+  transactions: count('transactions'),
+  notes: count('notes'),
+  payment_instructions: count('payment instructions'),
+  balance_total: Type.Optional({ ...DecimalTotal, description: 'The sum of the book\'s account balances, with the service\'s sign (the account read\'s balance).' }),
+  statements_gross_total: Type.Optional({ ...DecimalTotal, description: 'The sum of the gross amounts of the book\'s statements.' }),
+}, {
+  $id: 'MigrationControlTotals', additionalProperties: false,
+  description: 'The legacy system\'s own figures for the book, each optional; reconciliation sets them beside the file\'s and the store\'s.',
+});
+export type ControlTotals = Static<typeof ControlTotals>;
+
 export const CreateJobBody = Type.Object({
   import_supplier: ImportSupplierCode,
   operations_team_name: RequiredText(100, { description: 'The operations team the accounts are created for.' }),
@@ -38,6 +68,7 @@ export const CreateJobBody = Type.Object({
   not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
   not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
   max_records_per_minute: Type.Optional(Nullable(MaxRecordsPerMinute)),
+  control_totals: Type.Optional(ControlTotals),
 }, { $id: 'CreateMigrationJobRequest', additionalProperties: false });
 export type CreateJobBody = Static<typeof CreateJobBody>;
 

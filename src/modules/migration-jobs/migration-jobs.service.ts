@@ -10,6 +10,8 @@ import type { JobQueue } from '../../queue/queue.ts';
 import { findTeamByName } from '../admin/admin.repository.ts';
 import type { Caller } from '../../core/caller.ts';
 import * as repo from './migration-jobs.repository.ts';
+import * as totals from './reconciliation.repository.ts';
+import { ResumableSha256 } from '../../core/resumable-sha256.ts';
 import {
   CSV_COLUMNS, isActive, isFinished, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordOutcome,
   type RecordResult, type UpdateJobBody, type UploadReply,
@@ -39,7 +41,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const jobNotFound = (id: string) => new AppError('not_found', `No migration job "${id}".`);
 
-async function requireJob(db: Db, caller: Caller, id: string): Promise<repo.JobRow> {
+export async function requireJob(db: Db, caller: Caller, id: string): Promise<repo.JobRow> {
   const job = UUID.test(id) ? await repo.findJob(db, id, caller.organisationId) : undefined;
   if (!job) throw jobNotFound(id);
   return job;
@@ -65,7 +67,7 @@ export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Pr
   const id = randomUUID();
   await repo.insertJob(db, {
     id, supplierId: supplier.id, teamId: team.id, dryRun: body.dry_run === true, notBefore, notAfter,
-    maxRecordsPerMinute: body.max_records_per_minute ?? null,
+    maxRecordsPerMinute: body.max_records_per_minute ?? null, controlTotals: body.control_totals ?? {},
   });
   return jobView(db, (await repo.findJob(db, id))!);
 }
@@ -155,12 +157,16 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
   if (job.state !== 'open') throw notOpen(job);
   let received = 0;
   let total = job.total_lines;
-  let batch: Line[] = [];
+  const started = await totals.uploadHashOf(deps.db, job.id);
+  // The hash goes on from where the job's last batch left it; each line notes the state after it.
+  const hash = started.state === null ? await ResumableSha256.create() : await ResumableSha256.restore(started.state);
+  const upload: UploadProgress = { apiKeyId: caller.apiKeyId, linesBefore: started.total_lines };
+  let batch: HashedLine[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
     const lines = batch;
     batch = [];
-    const written = await writeBatch(deps, job.id, lines);
+    const written = await writeBatch(deps, job.id, lines, upload);
     received += written.count;
     total = written.total;
     if (written.count < lines.length) {
@@ -172,8 +178,8 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
   // Blank lines are bounded too (ndjson-lines.ts): no more than the records a job may hold.
   const limits = { maxLineBytes: deps.config.bodyLimitBytes, maxTotalBytes: deps.config.jobUploadLimitBytes, maxBlankLines: deps.config.jobMaxRecords };
   try {
-    for await (const line of ndjsonLines(body, limits)) {
-      batch.push(line);
+    for await (const line of ndjsonLines(body, limits, (bytes) => hash.update(bytes))) {
+      batch.push({ line, hashAfter: hash.save() });
       if (batch.length >= UPLOAD_BATCH) await flush();
     }
   } catch (error) {
@@ -204,14 +210,20 @@ function notOpen(job: repo.JobRow): AppError {
   return new AppError('migration_job_not_open', `Migration job "${job.id}" is ${job.state}: records can only be added while it is open.`);
 }
 
-async function writeBatch(deps: JobsDeps, jobId: string, lines: Line[]): Promise<{ count: number; total: number }> {
+/** A line read from the upload, with the upload hash's state once it is hashed (newline included). */
+interface HashedLine { line: Line; hashAfter: string }
+
+/** What an upload's batches carry from one to the next: who uploads, and the job's lines after the last one. */
+interface UploadProgress { apiKeyId: number; linesBefore: number }
+
+async function writeBatch(deps: JobsDeps, jobId: string, lines: HashedLine[], upload: UploadProgress): Promise<{ count: number; total: number }> {
   return deps.db.transaction().execute(async (trx) => {
     const job = await repo.lockJob(trx, jobId);
     if (!job) throw jobNotFound(jobId);
     if (job.state !== 'open') throw notOpen(job);
     const room = Math.max(0, deps.config.jobMaxRecords - job.total_lines);
     const kept = lines.slice(0, room);
-    const parsed = kept.map(parseLine);
+    const parsed = kept.map((hashed) => parseLine(hashed.line));
     const numbers = parsed.flatMap((p) => (p.ext !== null && p.errors.length === 0 ? [p.ext] : []));
     const taken = await repo.takenAccountNumbers(trx, jobId, [...new Set(numbers)]);
     const records: repo.NewRecord[] = parsed.map((p, index) => {
@@ -229,6 +241,14 @@ async function writeBatch(deps: JobsDeps, jobId: string, lines: Line[]): Promise
       return { line, external_account_number: p.ext, record: p.record, outcome: 'pending', step: null, errors: [], final_at_upload: false };
     });
     await repo.appendRecords(trx, jobId, records);
+    const last = kept[kept.length - 1];
+    if (last) {
+      // Another upload of the job wrote between this one's batches: the lines are not one file.
+      const overlapped = job.total_lines !== upload.linesBefore;
+      await totals.addFileTotals(trx, jobId, { from: job.total_lines + 1, to: job.total_lines + records.length },
+        { hashState: last.hashAfter, overlapped, apiKeyId: upload.apiKeyId });
+    }
+    upload.linesBefore = job.total_lines + records.length;
     return { count: records.length, total: job.total_lines + records.length };
   });
 }

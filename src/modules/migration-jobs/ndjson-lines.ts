@@ -9,6 +9,11 @@ import { isUtf8 } from 'node:buffer';
 // without a final newline still yields its last line; a stream that fails (a cut-off upload) does
 // not yield the incomplete line it was in the middle of: the error is thrown after every complete
 // line has been yielded.
+//
+// `onLineBytes` sees the bytes of every line that is yielded, then its newline, in order (the job's
+// upload hash): a line's bytes as they are dropped when it is too long, the others when it ends. It
+// is called before the line is yielded and never for a blank line; the bytes of a too-long line cut
+// off by the end of a failing stream have been seen although no line is yielded for them.
 
 export type Line = { kind: 'text'; text: string } | { kind: 'too_long'; bytes: number } | { kind: 'not_utf8' };
 
@@ -23,7 +28,12 @@ interface LineLimits { maxLineBytes: number; maxTotalBytes: number; maxBlankLine
 
 const NEWLINE = 0x0a;
 
-export async function* ndjsonLines(source: AsyncIterable<Buffer | string>, limits: LineLimits): AsyncGenerator<Line> {
+const LF = Buffer.from('\n');
+const ignore = (): void => undefined;
+
+export async function* ndjsonLines(
+  source: AsyncIterable<Buffer | string>, limits: LineLimits, onLineBytes: (bytes: Uint8Array) => void = ignore,
+): AsyncGenerator<Line> {
   let parts: Buffer[] = [];
   let size = 0;
   let overflow = false;
@@ -35,6 +45,10 @@ export async function* ndjsonLines(source: AsyncIterable<Buffer | string>, limit
   };
   const finish = (): Line | null => {
     const line = lineOf(parts, size, overflow);
+    if (line) {
+      if (!overflow) for (const part of parts) onLineBytes(part);
+      onLineBytes(LF);
+    }
     parts = [];
     size = 0;
     overflow = false;
@@ -66,9 +80,14 @@ export async function* ndjsonLines(source: AsyncIterable<Buffer | string>, limit
   function take(piece: Buffer): void {
     if (piece.length === 0) return;
     size += piece.length;
-    if (overflow) return;
+    if (overflow) {
+      onLineBytes(piece);
+      return;
+    }
     if (size > limits.maxLineBytes) {
       overflow = true;
+      for (const part of parts) onLineBytes(part);
+      onLineBytes(piece);
       parts = [];
       return;
     }

@@ -1,0 +1,64 @@
+import { Readable } from 'node:stream';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsync } from 'fastify';
+import { callerOf } from '../../http/auth.ts';
+import { answer, refusal } from '../../http/openapi.ts';
+import type { RouteDeps } from '../../http/route-deps.ts';
+import { JOB_NOT_FOUND, RECONCILIATION, RECONCILIATION_EXCEPTION } from './migration-jobs.examples.ts';
+import { JobPathParams } from './migration-jobs.schemas.ts';
+import { ExceptionLine, ReconciliationReport } from './reconciliation.schemas.ts';
+import * as reconciliation from './reconciliation.service.ts';
+
+const TAGS = ['Migration jobs'];
+const NDJSON = 'application/x-ndjson';
+const NO_JOB = refusal(['not_found'], JOB_NOT_FOUND, { note: 'No such job of the caller\'s organisation.' });
+const BAD_ID = refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
+  { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'job_id' }] },
+{ note: 'The job id is longer than 100 characters.' });
+
+// Reconciliation of a migration job: its report, and its exceptions as NDJSON or CSV.
+export const reconciliationRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
+  const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.get('/migration-jobs/:job_id/reconciliation/', {
+    schema: {
+      tags: TAGS, operationId: 'reconcileMigrationJob', summary: 'Reconcile the job: legacy, file and store, measure by measure',
+      description: 'For each measure (accounts, customers, supply_points, meters, statements, transactions, notes, '
+        + 'payment_instructions, balance_total, statements_gross_total): the job\'s `control_totals`, what the uploaded file holds, '
+        + 'and what the store holds now for the items the records carry, read by their own keys (never from the records\' '
+        + 'outcomes). Counts are integers, money decimal strings summed exactly. The verdict is `incomplete` while the job is not '
+        + 'finished, else `differs` when a measure differs, else `balanced`.',
+      params: JobPathParams,
+      response: {
+        200: answer(ReconciliationReport, 'The reconciliation report.', RECONCILIATION),
+        400: BAD_ID,
+        404: NO_JOB,
+      },
+    },
+  }, async (request) => reconciliation.reconcile(db, callerOf(request), request.params.job_id));
+
+  app.get('/migration-jobs/:job_id/reconciliation/exceptions/', {
+    schema: {
+      tags: TAGS, operationId: 'listMigrationJobExceptions', summary: 'Records the store does not hold as sent (NDJSON, or CSV)',
+      description: 'In line order, one line per measure where a record\'s figure and the store\'s differ; a record whose account the '
+        + 'store does not hold (or whose line could not be read) is one line with measure `not_migrated`. With `Accept: text/csv`, '
+        + 'CSV with a header row: line, external_account_number, measure, file, migrated. A CSV text cell beginning with `=`, `+`, '
+        + '`-`, `@`, tab or carriage return is written with a leading `\'`; sums of money are written as numbers.',
+      params: JobPathParams,
+      response: {
+        200: answer({
+          content: {
+            [NDJSON]: { schema: ExceptionLine },
+            'text/csv': { schema: { type: 'string', description: 'CSV with a header row.' } },
+          },
+        }, 'The exceptions in line order: one JSON object per line, or CSV rows.', RECONCILIATION_EXCEPTION),
+        400: BAD_ID,
+        404: NO_JOB,
+      },
+    },
+  }, async (request, reply) => {
+    const csv = /\btext\/csv\b/i.test(String(request.headers.accept ?? ''));
+    const chunks = await reconciliation.streamExceptions(db, callerOf(request), request.params.job_id, csv ? 'csv' : 'ndjson');
+    return reply.type(csv ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`).send(Readable.from(chunks));
+  });
+};

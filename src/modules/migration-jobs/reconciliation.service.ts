@@ -1,0 +1,123 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type { Caller } from '../../core/caller.ts';
+import { csvCell } from '../../core/csv.ts';
+import { addDecimals, normaliseDecimal } from '../../core/decimal-text.ts';
+import { ResumableSha256 } from '../../core/resumable-sha256.ts';
+import { utcSeconds } from '../../schemas/datetime.ts';
+import { COUNT_MEASURES, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
+import { jobView, requireJob } from './migration-jobs.service.ts';
+import * as repo from './reconciliation.repository.ts';
+import {
+  EXCEPTION_CSV_COLUMNS, type ExceptionLine, type MeasureLine, type MeasureVerdict, type ReconciliationReport,
+} from './reconciliation.schemas.ts';
+
+// Reconciliation: the legacy figures, the file's and the store's, measure by measure, and every
+// record where the store does not hold what its line sent. The store's side is read afresh each time
+// from the items' own keys (reconciliation.repository.ts), never from the records' outcomes.
+
+type Db = Kysely<Database>;
+type Figures = Record<Measure, number | string>;
+
+const PAGE = 500;
+const FINISHED = new Set(['completed', 'cancelled']);
+const isMoney = (measure: Measure) => (MONEY_MEASURES as readonly string[]).includes(measure);
+
+function sameFigure(measure: Measure, a: number | string, b: number | string): boolean {
+  return isMoney(measure) ? normaliseDecimal(String(a)) === normaliseDecimal(String(b)) : a === b;
+}
+
+function shown(measure: Measure, value: number | string): number | string {
+  return isMoney(measure) ? normaliseDecimal(String(value)) : value;
+}
+
+/** Every record's measures, page by page in line order, with the exceptions each one makes. */
+async function* measuredRecords(db: Db, job: { id: string; supplier_id: number }) {
+  let after = 0;
+  for (;;) {
+    const rows = await repo.recordMeasuresPage(db, job.id, job.supplier_id, after, PAGE);
+    for (const row of rows) yield { row, exceptions: exceptionsOf(row) };
+    if (rows.length < PAGE) return;
+    after = rows[rows.length - 1]!.line;
+  }
+}
+
+function exceptionsOf(row: repo.RecordMeasuresRow): ExceptionLine[] {
+  const base = { line: row.line, external_account_number: row.external_account_number };
+  if (!row.found) return [{ ...base, measure: 'not_migrated', file: null, migrated: null }];
+  return MEASURES.filter((m) => !sameFigure(m, row.file[m], row.migrated[m]))
+    .map((m) => ({ ...base, measure: m, file: shown(m, row.file[m]), migrated: shown(m, row.migrated[m]) }));
+}
+
+export async function reconcile(db: Db, caller: Caller, id: string): Promise<ReconciliationReport> {
+  const job = await requireJob(db, caller, id);
+  const view = await jobView(db, job);
+  const totals = await repo.fileTotalsOf(db, job.id);
+  const migrated = Object.fromEntries(MEASURES.map((m) => [m, isMoney(m) ? '0' : 0])) as Figures;
+  let exceptions = 0;
+  for await (const { row, exceptions: found } of measuredRecords(db, job)) {
+    exceptions += found.length;
+    for (const m of COUNT_MEASURES) migrated[m] = (migrated[m] as number) + row.migrated[m];
+    for (const m of MONEY_MEASURES) migrated[m] = addDecimals(migrated[m] as string, row.migrated[m]);
+  }
+  const measures = MEASURES.map((m) => measureLine(m, totals.control_totals[m], totals[m], migrated[m]));
+  const verdict = !FINISHED.has(job.state) ? 'incomplete' : measures.some((m) => m.verdict === 'differs') ? 'differs' : 'balanced';
+  return {
+    job_id: job.id,
+    import_supplier: job.supplier_code,
+    generated_at: utcSeconds(new Date()),
+    job_state: view.state,
+    file: {
+      sha256: totals.upload_sha256_overlapped ? null
+        : (totals.upload_sha256_state === null ? await ResumableSha256.create() : await ResumableSha256.restore(totals.upload_sha256_state)).hex(),
+      lines: job.total_lines,
+      unparsable_lines: totals.file_unparsable_lines,
+    },
+    uploaded_by: totals.uploaded_by,
+    started_at: view.started_at,
+    finished_at: view.finished_at,
+    measures,
+    verdict,
+    exceptions,
+  };
+}
+
+function measureLine(measure: Measure, control: number | string | undefined, file: number | string, migrated: number | string): MeasureLine {
+  const agree = sameFigure(measure, file, migrated) && (control === undefined || sameFigure(measure, control, file));
+  const verdict: MeasureVerdict = !agree ? 'differs' : control === undefined ? 'not_declared' : 'balanced';
+  return { measure, control: control === undefined ? null : shown(measure, control), file: shown(measure, file), migrated: shown(measure, migrated), verdict };
+}
+
+const MONEY_TEXT = /^-?\d+\.\d+$/;
+
+/**
+ * A cell of the exceptions CSV. A sum of money is a number the service wrote from numeric: a
+ * spreadsheet must read "-12.30" as a number, so it is written as one; every other text (an external
+ * account number) is neutralised by csvCell.
+ */
+function figureCell(value: string | number | null): string {
+  return typeof value === 'string' && MONEY_TEXT.test(value) ? value : csvCell(value);
+}
+
+function exceptionCsvRow(e: ExceptionLine): string {
+  return `${[csvCell(e.line), csvCell(e.external_account_number), csvCell(e.measure), figureCell(e.file), figureCell(e.migrated)].join(',')}\r\n`;
+}
+
+/** The exceptions in line order: NDJSON or CSV text chunks, one page of records at a time. */
+export async function streamExceptions(db: Db, caller: Caller, id: string, format: 'ndjson' | 'csv'): Promise<AsyncIterable<string>> {
+  const job = await requireJob(db, caller, id);
+  return (async function* () {
+    if (format === 'csv') yield `${EXCEPTION_CSV_COLUMNS.join(',')}\r\n`;
+    let out: string[] = [];
+    for await (const { exceptions } of measuredRecords(db, job)) {
+      for (const e of exceptions) {
+        out.push(format === 'csv' ? exceptionCsvRow(e) : `${JSON.stringify(e)}\n`);
+      }
+      if (out.length >= PAGE) {
+        yield out.join('');
+        out = [];
+      }
+    }
+    if (out.length > 0) yield out.join('');
+  })();
+}

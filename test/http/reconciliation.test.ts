@@ -1,0 +1,282 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { PassThrough, Readable } from 'node:stream';
+import { describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { sql } from 'kysely';
+import { ResumableSha256 } from '../../src/core/resumable-sha256.ts';
+import { ndjsonLines } from '../../src/modules/migration-jobs/ndjson-lines.ts';
+import { waitUntil } from '../support/imports.ts';
+import { accountPayload } from '../support/payloads.ts';
+import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
+
+// Reconciliation over HTTP: jobs run by this process's queue workers, then the legacy figures, the
+// file's and the store's set side by side; the store is changed behind a finished job by SQL.
+const t = await buildTestApp({ WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '1', JOB_RETRY_DELAY_SECONDS: '0' });
+const db = t.store.db;
+const BASE = '/v1/data-import/migration-jobs/';
+const MEASURES = ['accounts', 'customers', 'supply_points', 'meters', 'statements', 'transactions', 'notes',
+  'payment_instructions', 'balance_total', 'statements_gross_total'];
+
+type Account = ReturnType<typeof accountPayload>;
+
+/** A record: its account, one statement (gross 120.50), a charge of 12.30 and a credit of 5.05, one note. */
+function record(account: Account) {
+  const ext = account.external_account_number;
+  return {
+    account,
+    statements: [{ statement_id: `S-${ext}`, bill_period_from_date: '2024-01-01', bill_period_to_date: '2024-01-31',
+      issued_date: '2024-02-01', number: `No-${ext}`, gross_amount: 120.5 }],
+    transactions: [
+      { transaction_id: `C-${ext}`, transaction_date: '2024-03-01', amount: 12.3, type: 'CHARGE', reason: 'IMPORTED_CHARGE' },
+      { transaction_id: `R-${ext}`, transaction_date: '2024-03-02', amount: 5.05, type: 'CREDIT', reason: 'IMPORTED_CREDIT' },
+    ],
+    notes: [{ body: `Migrated ${ext}.` }],
+  };
+}
+
+/** The counts one record of `record()` makes, from its account's own parts. */
+function countsOf(account: Account) {
+  const points = (account.supply_addresses ?? []).flatMap((a) => a.supply_points ?? []);
+  return {
+    customers: account.customers.length, supply_points: points.length,
+    meters: points.reduce((n, p) => n + ((p as { meters?: unknown[] }).meters?.length ?? 0), 0),
+  };
+}
+
+async function newJob(tenant: Tenant, controlTotals?: Record<string, unknown>) {
+  const res = await call(t.app, 'POST', BASE, { token: tenant.token, body: {
+    import_supplier: tenant.supplier, operations_team_name: tenant.team, ...(controlTotals ? { control_totals: controlTotals } : {}),
+  } });
+  assert.equal(res.status, 201, res.body);
+  return res.json.id as string;
+}
+
+async function upload(tenant: Tenant, id: string, text: string | Buffer, gzip = false, status = 200) {
+  const res = await t.app.inject({
+    method: 'POST', url: `${BASE}${id}/records/`, payload: gzip && typeof text === 'string' ? gzipSync(text) : text,
+    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson', ...(gzip ? { 'content-encoding': 'gzip' } : {}) },
+  });
+  assert.equal(res.statusCode, status, res.body);
+  return res.json() as { received: number; total_records: number };
+}
+
+async function runJob(tenant: Tenant, id: string) {
+  assert.equal((await call(t.app, 'POST', `${BASE}${id}/start/`, { token: tenant.token })).status, 200);
+  await waitUntil(async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.state === 'completed',
+    `job ${id} is completed`, 60_000);
+}
+
+const report = async (tenant: Tenant, id: string) => call(t.app, 'GET', `${BASE}${id}/reconciliation/`, { token: tenant.token });
+
+async function exceptions(tenant: Tenant, id: string, accept?: string) {
+  const res = await t.app.inject({ method: 'GET', url: `${BASE}${id}/reconciliation/exceptions/`,
+    headers: { authorization: `Token ${tenant.token}`, ...(accept ? { accept } : {}) } });
+  assert.equal(res.statusCode, 200, res.body);
+  return { type: res.headers['content-type'], body: res.body };
+}
+const exceptionLines = async (tenant: Tenant, id: string) =>
+  (await exceptions(tenant, id)).body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+/** The measures as `measure: [control, file, migrated, verdict]`, for a whole comparison. */
+const measuresOf = (body: { measures: Array<{ measure: string; control: unknown; file: unknown; migrated: unknown; verdict: string }> }) =>
+  Object.fromEntries(body.measures.map((m) => [m.measure, [m.control, m.file, m.migrated, m.verdict]]));
+
+/** Two records' totals: balance -7.25 each, statements 120.50 each. */
+function bookOf(a: Account, b: Account) {
+  const [ca, cb] = [countsOf(a), countsOf(b)];
+  return {
+    accounts: 2, customers: ca.customers + cb.customers, supply_points: ca.supply_points + cb.supply_points,
+    meters: ca.meters + cb.meters, statements: 2, transactions: 4, notes: 2, payment_instructions: 0,
+    balance_total: '-14.50', statements_gross_total: '241.00',
+  };
+}
+
+describe('GET migration-jobs/<id>/reconciliation/', () => {
+  test('a job whose control totals match reconciles balanced; the file hash covers every upload in order', async () => {
+    const tenant = await createTenant(t);
+    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+    const book = bookOf(a, b);
+    const id = await newJob(tenant, { ...book, balance_total: '-14.5', payment_instructions: undefined });
+    const first = `${JSON.stringify(record(a))}\n\n`;
+    const second = `${JSON.stringify(record(b))}`;
+    await upload(tenant, id, first);
+    await upload(tenant, id, second, true);
+    assert.equal((await report(tenant, id)).json.verdict, 'incomplete');
+    await runJob(tenant, id);
+
+    const res = await report(tenant, id);
+    assert.equal(res.status, 200, res.body);
+    const sha256 = createHash('sha256').update(`${JSON.stringify(record(a))}\n${JSON.stringify(record(b))}\n`).digest('hex');
+    const prefix = tenant.apiKey.split('.')[0];
+    assert.deepEqual({ ...res.json, generated_at: 'AT', started_at: 'AT', finished_at: 'AT', measures: 'M' }, {
+      job_id: id, import_supplier: tenant.supplier, generated_at: 'AT', job_state: 'completed',
+      file: { sha256, lines: 2, unparsable_lines: 0 }, uploaded_by: prefix, started_at: 'AT', finished_at: 'AT',
+      measures: 'M', verdict: 'balanced', exceptions: 0,
+    });
+    assert.deepEqual(res.json.measures.map((m: { measure: string }) => m.measure), MEASURES);
+    assert.deepEqual(measuresOf(res.json), Object.fromEntries(MEASURES.map((m) => {
+      const value = book[m as keyof typeof book];
+      return [m, m === 'payment_instructions' ? [null, 0, 0, 'not_declared'] : [value, value, value, 'balanced']];
+    })));
+    assert.deepEqual(await exceptionLines(tenant, id), []);
+    assert.equal((await exceptions(tenant, id, 'text/csv')).body, 'line,external_account_number,measure,file,migrated\r\n');
+  });
+
+  test('a control total off by 0.01 differs on that measure alone, with no exception line', async () => {
+    const tenant = await createTenant(t);
+    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+    const id = await newJob(tenant, { accounts: 2, balance_total: '-14.51' });
+    await upload(tenant, id, [record(a), record(b)].map((r) => JSON.stringify(r)).join('\n'));
+    await runJob(tenant, id);
+    const res = await report(tenant, id);
+    assert.equal(res.json.verdict, 'differs');
+    assert.equal(res.json.exceptions, 0);
+    const measures = measuresOf(res.json);
+    assert.deepEqual(measures.balance_total, ['-14.51', '-14.50', '-14.50', 'differs']);
+    assert.deepEqual(measures.accounts, [2, 2, 2, 'balanced']);
+    assert.deepEqual(Object.entries(measures).filter(([, m]) => m[3] === 'differs').map(([name]) => name), ['balance_total']);
+    assert.deepEqual(await exceptionLines(tenant, id), []);
+  });
+
+  test('a record that failed differs: not_migrated in the exceptions, its parts missing from migrated', async () => {
+    const tenant = await createTenant(t);
+    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier, { external_account_number: `-${Date.now()}` })];
+    b.customers[0]!.mobile = '12';
+    const book = bookOf(a, b);
+    const id = await newJob(tenant, { accounts: 2, transactions: 4 });
+    await upload(tenant, id, `${JSON.stringify(record(a))}\n${JSON.stringify(record(b))}\nnot json\n`);
+    await runJob(tenant, id);
+    const res = await report(tenant, id);
+    assert.equal(res.json.verdict, 'differs');
+    assert.deepEqual(res.json.file, { sha256: res.json.file.sha256, lines: 3, unparsable_lines: 1 });
+    const measures = measuresOf(res.json);
+    const ca = countsOf(a);
+    assert.deepEqual(measures.accounts, [2, 3, 1, 'differs']);
+    assert.deepEqual(measures.transactions, [4, 4, 2, 'differs']);
+    assert.deepEqual(measures.customers, [null, book.customers, ca.customers, 'differs']);
+    assert.deepEqual(measures.balance_total, [null, '-14.50', '-7.25', 'differs']);
+    assert.deepEqual(measures.statements_gross_total, [null, '241.00', '120.50', 'differs']);
+    assert.equal(res.json.exceptions, 2);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 2, external_account_number: b.external_account_number, measure: 'not_migrated', file: null, migrated: null },
+      { line: 3, external_account_number: null, measure: 'not_migrated', file: null, migrated: null },
+    ]);
+    const csv = await exceptions(tenant, id, 'text/csv');
+    assert.match(String(csv.type), /^text\/csv/);
+    assert.equal(csv.body, 'line,external_account_number,measure,file,migrated\r\n'
+      + `2,'${b.external_account_number},not_migrated,,\r\n3,,not_migrated,,\r\n`);
+  });
+
+  test('transactions changed in the store after the run differ, read back by their keys', async () => {
+    const tenant = await createTenant(t);
+    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+    const id = await newJob(tenant, bookOf(a, b));
+    await upload(tenant, id, [record(a), record(b)].map((r) => JSON.stringify(r)).join('\n'));
+    await runJob(tenant, id);
+    assert.equal((await report(tenant, id)).json.verdict, 'balanced');
+
+    await sql`UPDATE transactions SET amount = amount + 0.01 WHERE transaction_id = ${`C-${a.external_account_number}`}`.execute(db);
+    await sql`DELETE FROM transactions WHERE transaction_id = ${`R-${b.external_account_number}`}`.execute(db);
+    const res = await report(tenant, id);
+    assert.equal(res.json.verdict, 'differs');
+    const measures = measuresOf(res.json);
+    assert.deepEqual(measures.transactions, [4, 4, 3, 'differs']);
+    assert.deepEqual(measures.balance_total, ['-14.50', '-14.50', '-19.56', 'differs']);
+    assert.deepEqual(measures.statements, [2, 2, 2, 'balanced']);
+    assert.equal(res.json.exceptions, 3);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 1, external_account_number: a.external_account_number, measure: 'balance_total', file: '-7.25', migrated: '-7.26' },
+      { line: 2, external_account_number: b.external_account_number, measure: 'transactions', file: 2, migrated: 1 },
+      { line: 2, external_account_number: b.external_account_number, measure: 'balance_total', file: '-7.25', migrated: '-12.30' },
+    ]);
+    assert.equal((await exceptions(tenant, id, 'text/csv')).body, 'line,external_account_number,measure,file,migrated\r\n'
+      + `1,${a.external_account_number},balance_total,-7.25,-7.26\r\n2,${b.external_account_number},transactions,2,1\r\n`
+      + `2,${b.external_account_number},balance_total,-7.25,-12.30\r\n`);
+  });
+
+  test('an unfinished job is incomplete', async () => {
+    const tenant = await createTenant(t);
+    const a = accountPayload(tenant.supplier);
+    const id = await newJob(tenant, { accounts: 1 });
+    await upload(tenant, id, JSON.stringify(record(a)));
+    const res = await report(tenant, id);
+    assert.equal(res.json.job_state, 'open');
+    assert.equal(res.json.verdict, 'incomplete');
+    assert.deepEqual(measuresOf(res.json).accounts, [1, 1, 0, 'differs']);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 1, external_account_number: a.external_account_number, measure: 'not_migrated', file: null, migrated: null },
+    ]);
+  });
+
+  test('another organisation\'s job, or an unknown one, is 404 not_found; a bad control total is 400', async () => {
+    const tenant = await createTenant(t);
+    const other = await createTenant(t);
+    const id = await newJob(tenant);
+    for (const path of ['reconciliation/', 'reconciliation/exceptions/']) {
+      for (const jobId of [id, '00000000-0000-4000-8000-000000000000']) {
+        const res = await call(t.app, 'GET', `${BASE}${jobId}/${path}`, { token: other.token });
+        assert.equal(res.status, 404);
+        assert.deepEqual(res.json, { detail: `No migration job "${jobId}".`, code: 'not_found' });
+      }
+    }
+    const res = await call(t.app, 'POST', BASE, { token: tenant.token, body: {
+      import_supplier: tenant.supplier, operations_team_name: tenant.team, control_totals: { balance_total: -1.5, accounts: 1 },
+    } });
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 'invalid');
+    assert.deepEqual(res.json.errors.map((e: { attr: string }) => e.attr), ['control_totals.balance_total']);
+  });
+});
+
+describe('the file hash', () => {
+  test('an upload cut off and resumed hashes as the whole file, and counts each kept line once', async () => {
+    const tenant = await createTenant(t);
+    const accounts = Array.from({ length: 40 }, () => accountPayload(tenant.supplier));
+    const lines = accounts.map((a) => JSON.stringify(record(a)));
+    const whole = `${lines.join('\n')}\n`;
+    const id = await newJob(tenant);
+    // A gzip stream cut short: the complete lines before the cut are kept, the job says how many.
+    const gz = gzipSync(whole);
+    const cut = await upload(tenant, id, gz.subarray(0, Math.floor(gz.length * 0.6)), true, 400);
+    assert.ok(cut.total_records > 0 && cut.total_records < 40, JSON.stringify(cut));
+    await upload(tenant, id, `${lines.slice(cut.total_records).join('\n')}\n`);
+    const res = await report(tenant, id);
+    assert.deepEqual(res.json.file, { sha256: createHash('sha256').update(whole).digest('hex'), lines: 40, unparsable_lines: 0 });
+    assert.deepEqual(measuresOf(res.json).transactions, [null, 80, 0, 'differs']);
+    assert.deepEqual(measuresOf(res.json).balance_total, [null, '-290.00', '0.00', 'differs']);
+  });
+
+  test('two uploads to one job at once leave no file hash (null), and both count', async () => {
+    const tenant = await createTenant(t);
+    const id = await newJob(tenant);
+    const body = new PassThrough();
+    const first = t.app.inject({ method: 'POST', url: `${BASE}${id}/records/`, payload: body,
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+    // 500 lines make a batch: once it is written, another upload comes between it and the rest.
+    body.write(Array.from({ length: 500 }, (_, i) => `${JSON.stringify({ account: { external_account_number: `A-${i}` } })}\n`).join(''));
+    await waitUntil(async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.counts.total === 500,
+      'the first batch is written', 30_000);
+    await upload(tenant, id, `${JSON.stringify({ account: { external_account_number: 'B-1' } })}\n`);
+    body.end(`${JSON.stringify({ account: { external_account_number: 'A-500' } })}\n`);
+    assert.equal((await first).statusCode, 200);
+    const res = await report(tenant, id);
+    assert.deepEqual(res.json.file, { sha256: null, lines: 502, unparsable_lines: 0 });
+    assert.deepEqual(measuresOf(res.json).accounts, [null, 502, 0, 'differs']);
+  });
+
+  test('the lines are hashed as they stream, blank lines left out, a line too long to keep included', async () => {
+    const text = 'one\n\n  \r\n{"a":1}\r\n' + 'x'.repeat(50) + '\nlast';
+    for (const size of [1, 3, 7, 64, text.length]) {
+      const chunks = Array.from({ length: Math.ceil(text.length / size) }, (_, i) => Buffer.from(text.slice(i * size, (i + 1) * size)));
+      const hash = await ResumableSha256.create();
+      const kinds: string[] = [];
+      for await (const line of ndjsonLines(Readable.from(chunks), { maxLineBytes: 20, maxTotalBytes: 1000, maxBlankLines: 10 }, (b) => hash.update(b))) {
+        kinds.push(line.kind);
+      }
+      assert.deepEqual(kinds, ['text', 'text', 'too_long', 'text']);
+      const expected = `one\n{"a":1}\r\n${'x'.repeat(50)}\nlast\n`;
+      assert.equal(hash.hex(), createHash('sha256').update(expected).digest('hex'), `chunks of ${size}`);
+    }
+  });
+});
