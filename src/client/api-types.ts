@@ -514,7 +514,7 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description The data of one account to import. The required fields are listed; every other field may be omitted, and an undocumented field is refused (`unknown_field`). Across fields: `last_billed_to_date` >= `supply_start_date` (`invalid_date_range`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document path. Each field lists its bounds; a failure is `account_failed_validation` with one item per problem in `errors`. */
+        /** @description The data of one account to import. The required fields are listed; every other field may be omitted, and an undocumented field is refused (`unknown_field`). Across fields: `last_billed_to_date` >= `supply_start_date` (`invalid_date_range`); postcodes are read in `billing_address.country` (`invalid_postcode`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document path. Each field lists its bounds; a failure is `account_failed_validation` with one item per problem in `errors`. */
         AccountData: {
             /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
             external_account_number: string;
@@ -858,6 +858,7 @@ export interface components {
             administrative_area?: string;
             /** @description ISO 3166-1 alpha-2 country code in capitals, for example GB (`invalid_country`). */
             country: string;
+            /** @description A postcode of `country` (`invalid_postcode`): a valid UK postcode for GB, stored normalised (`sw1a1aa` is stored as `SW1A 1AA`); the country's format elsewhere, where it is known. */
             postal_code: string;
         };
         MetadataItem: {
@@ -896,6 +897,7 @@ export interface components {
             supply_address2?: string;
             supply_address3?: string;
             supply_address4?: string;
+            /** @description A postcode of the billing address's country (`invalid_postcode`), stored normalised for GB as `postal_code` is. */
             supply_postcode: string;
             /**
              * Format: date
