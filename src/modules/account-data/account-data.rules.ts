@@ -1,6 +1,6 @@
 import { NO_FINDINGS, type RuleCheck, type RuleFinding } from '../../core/rules.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { BOUNDS, DRAMA_NUMBER_DETAIL, isCountryCode, isDramaNumber, isPhoneNumber, isRealDate } from './field-checks.ts';
+import { BOUNDS, isCountryCode, isRealDate, phoneNumberProblem } from './field-checks.ts';
 import { postcodeProblem } from './postcodes.ts';
 
 // Cross-field rules of the account data (D5). They run on whatever was sent, even when the schema
@@ -14,6 +14,7 @@ const objectOf = (value: unknown): Record<string, unknown> | undefined =>
 const NO_ITEMS: readonly unknown[] = Object.freeze([]);
 const arrayOf = (value: unknown): readonly unknown[] => (Array.isArray(value) ? value : NO_ITEMS);
 
+/** The detail of a landline or alternative number that is not a phone number at all. */
 const PHONE_DETAIL = 'Enter a valid phone number: international with a leading +, or national in the billing address\'s country.';
 
 /** Why a landline or alternative number is refused, or null (see checkPhones). */
@@ -23,8 +24,7 @@ function phoneProblem(value: unknown, country: string | undefined, emptyAllowed:
   // A national number cannot be read without a valid billing country; that country already has
   // its own error, and the number may be right once it is fixed.
   if (!value.startsWith('+') && value !== '' && !country) return null;
-  if (isPhoneNumber(value, country)) return null;
-  return isDramaNumber(value, country) ? DRAMA_NUMBER_DETAIL : PHONE_DETAIL;
+  return phoneNumberProblem(value, country, PHONE_DETAIL);
 }
 
 /** Landline and alternative numbers without `+` are read in the billing country (when it is usable). */
