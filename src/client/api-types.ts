@@ -1358,7 +1358,7 @@ export interface components {
             /** @description Opaque and unique; also the `webhook-id` of its deliveries. Page with `after`. */
             id: string;
             /** @enum {string} */
-            type: "import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled";
+            type: "import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed";
             /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
             created_at: string;
             import_supplier: string;

@@ -246,20 +246,22 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
  * `false` must be looked at again after this commits (finishIfDone), and `true` can be stale: the
  * dispatcher's last looks end such a job (migration-jobs.worker.ts). Not EXISTS: PostgreSQL drops an
  * EXISTS subquery's ORDER BY, and the kept plan then scans a big job's records for the first pending
- * one (prepared-plans.test.ts); in line order the outcome index serves it.
+ * one (prepared-plans.test.ts); in line order the outcome index serves it. `finished` says whether
+ * this statement gave the outcome (the record was running), so a failure is reported once.
  */
 export async function finishRecord(db: Db, jobId: string, line: number, result: {
   outcome: 'succeeded' | 'skipped' | 'failed' | 'cancelled'; step: RecordStep | null; created: boolean | null;
   serviceAccountNumber: string | null; errors: RecordError[];
-}): Promise<{ othersPending: boolean }> {
-  const { rows } = await sql<{ others_pending: boolean }>`${sql.raw(SERVER_PREPARED)} WITH finished AS (
+}): Promise<{ othersPending: boolean; finished: boolean }> {
+  const { rows } = await sql<{ others_pending: boolean; finished: boolean }>`${sql.raw(SERVER_PREPARED)} WITH finished AS (
       UPDATE migration_job_records SET outcome = ${result.outcome}, step = ${result.step}, created = ${result.created},
         service_account_number = ${result.serviceAccountNumber}, errors = ${JSON.stringify(result.errors)}::jsonb, finished_at = now()
       WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'
+      RETURNING line
     )
     SELECT COALESCE((SELECT true FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1), false)
-      AS others_pending`.execute(db);
-  return { othersPending: rows[0]?.others_pending ?? false };
+      AS others_pending, EXISTS (SELECT 1 FROM finished) AS finished`.execute(db);
+  return { othersPending: rows[0]?.others_pending ?? false, finished: rows[0]?.finished ?? false };
 }
 
 /**

@@ -19,6 +19,8 @@ import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
 import { recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
 import { parseLine } from './record-line.ts';
+import { recordFailedEvent } from './record-failed-event.ts';
+import { recordEvents } from '../events/events.repository.ts';
 
 // Migration jobs (D11): create, upload, start, cancel, retry, read. The records themselves are run by
 // the queue workers (migration-jobs.worker.ts, record-pipeline.ts).
@@ -224,6 +226,10 @@ async function writeBatch(deps: JobsDeps, jobId: string, lines: Line[]): Promise
       return { line, external_account_number: p.ext, record: p.record, outcome: 'pending', step: null, errors: [], final_at_upload: false };
     });
     await repo.appendRecords(trx, jobId, records);
+    const failed = records.flatMap((r) => (r.outcome === 'failed'
+      ? [recordFailedEvent(job.supplier_id, jobId, { line: r.line, externalAccountNumber: r.external_account_number, step: r.step ?? 'parse', errors: r.errors })]
+      : []));
+    await recordEvents(trx, failed);
     return { count: records.length, total: job.total_lines + records.length };
   });
 }
