@@ -729,6 +729,11 @@ export interface components {
              * @description Records not started by this time are cancelled with migration_window_closed.
              */
             not_after?: string | null;
+            /**
+             * @description A record whose account is already imported with other data: `warn` (default) adds `account_differs` warnings to its result; `fail` fails it at step account with `account_differs`.
+             * @enum {string}
+             */
+            on_drift?: "warn" | "fail";
         };
         MigrationJob: {
             /**
@@ -739,6 +744,11 @@ export interface components {
             import_supplier: string;
             operations_team_name: string;
             dry_run: boolean;
+            /**
+             * @description What a record whose account is already imported with other data does: warn or fail.
+             * @enum {string}
+             */
+            on_drift: "warn" | "fail";
             /**
              * @description paused: the supplier is paused; the job goes on when it is ongoing again.
              * @enum {string}
@@ -764,6 +774,8 @@ export interface components {
                 failed: number;
                 cancelled: number;
             };
+            /** @description Records whose result has warnings (an already imported account that differs). */
+            records_with_warnings: number;
             /** @description The first error of each failed record, by code, largest first. */
             errors_by_code: {
                 /** @description The code of the first error of failed records. */
@@ -802,6 +814,8 @@ export interface components {
                 attr: string;
                 detail: string;
             }[];
+            /** @description What differs between the record and the account already imported, field by field (at most 20). */
+            warnings: components["schemas"]["MigrationJobRecordWarning"][];
             /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
             finished_at: string | null;
         };
@@ -1331,6 +1345,17 @@ export interface components {
             gross_amount: number;
             /** @description Path relative to the supplier's documents root, for example "notes/2023/letter.pdf": no leading "/", no "..", no empty segment, no "\" (`invalid_document_path`). */
             statement_path?: string;
+        };
+        MigrationJobRecordWarning: {
+            /** @enum {string} */
+            code: "account_differs";
+            /** @description Dot path from the record: account.supply_addresses.0.supply_points.0.identifier. */
+            attr: string;
+            detail: string;
+            /** @description A stored or sent value; null when there is none. */
+            stored: string | number | boolean | null;
+            /** @description A stored or sent value; null when there is none. */
+            sent: string | number | boolean | null;
         };
         AccountImportRecord: {
             external_account_number: string;
@@ -3913,6 +3938,7 @@ export interface operations {
                      *         "import_supplier": "DEMO",
                      *         "operations_team_name": "Operations",
                      *         "dry_run": false,
+                     *         "on_drift": "warn",
                      *         "state": "open",
                      *         "not_before": null,
                      *         "not_after": null,
@@ -3928,6 +3954,7 @@ export interface operations {
                      *           "failed": 0,
                      *           "cancelled": 0
                      *         },
+                     *         "records_with_warnings": 0,
                      *         "errors_by_code": [],
                      *         "records_per_minute": 0,
                      *         "eta_seconds": null
@@ -4037,6 +4064,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "open",
                      *       "not_before": null,
                      *       "not_after": null,
@@ -4052,6 +4080,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -4183,6 +4212,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "open",
                      *       "not_before": null,
                      *       "not_after": null,
@@ -4198,6 +4228,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -4327,6 +4358,7 @@ export interface operations {
                      *           "detail": "Enter a valid phone number in international format with a leading +."
                      *         }
                      *       ],
+                     *       "warnings": [],
                      *       "finished_at": "2025-03-04T10:21:07Z"
                      *     }
                      */
@@ -4601,6 +4633,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "queued",
                      *       "not_before": null,
                      *       "not_after": null,
@@ -4616,6 +4649,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -4725,6 +4759,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "cancelled",
                      *       "not_before": null,
                      *       "not_after": null,
@@ -4740,6 +4775,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -4849,6 +4885,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "queued",
                      *       "not_before": null,
                      *       "not_after": null,
@@ -4864,6 +4901,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -5202,6 +5240,7 @@ export interface operations {
                      *           "import_supplier": "DEMO",
                      *           "operations_team_name": "Operations",
                      *           "dry_run": false,
+                     *           "on_drift": "warn",
                      *           "state": "running",
                      *           "not_before": null,
                      *           "not_after": null,
@@ -5217,6 +5256,7 @@ export interface operations {
                      *             "failed": 0,
                      *             "cancelled": 0
                      *           },
+                     *           "records_with_warnings": 0,
                      *           "errors_by_code": [],
                      *           "records_per_minute": 0,
                      *           "eta_seconds": null

@@ -114,12 +114,14 @@ export interface MigrationJobsTable {
   id: string; supplier_id: number; operations_team_id: number; dry_run: Generated<boolean>; state: Generated<string>;
   cancel_requested: Generated<boolean>; not_before: Date | null; not_after: Date | null; total_lines: Generated<number>;
   created_at: Generated<Date>; started_at: Date | null; finished_at: Date | null;
+  /** What a record whose account is already imported with other data does: warn or fail (migration 017). */
+  on_drift: Generated<string>;
 }
 export interface MigrationJobRecordsTable {
   job_id: string; line: number; external_account_number: string | null; record: Json<unknown> | null;
   outcome: Generated<string>; step: string | null; created: boolean | null; service_account_number: string | null;
   errors: JsonDefault<unknown>; final_at_upload: Generated<boolean>; enqueued: Generated<boolean>; attempts: Generated<number>;
-  created_at: Generated<Date>; finished_at: Date | null;
+  created_at: Generated<Date>; finished_at: Date | null; warnings: JsonDefault<unknown>;
 }
 
 export interface WebhookEndpointsTable {

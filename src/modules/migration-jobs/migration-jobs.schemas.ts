@@ -15,6 +15,9 @@ export type StoredJobState = (typeof STORED_JOB_STATES)[number];
 export const RECORD_OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'] as const;
 export type RecordOutcome = (typeof RECORD_OUTCOMES)[number];
 
+export const ON_DRIFT = ['warn', 'fail'] as const;
+export type OnDrift = (typeof ON_DRIFT)[number];
+
 export const RECORD_STEPS = ['parse', 'account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
 export type RecordStep = (typeof RECORD_STEPS)[number];
 
@@ -26,6 +29,8 @@ export const CreateJobBody = Type.Object({
   dry_run: Type.Optional(Type.Boolean({ description: 'Validate, stage and dry-run create each account; import nothing else.' })),
   not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
   not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
+  on_drift: Type.Optional(Choice(ON_DRIFT, 'A record whose account is already imported with other data: `warn` (default) adds '
+    + '`account_differs` warnings to its result; `fail` fails it at step account with `account_differs`.')),
 }, { $id: 'CreateMigrationJobRequest', additionalProperties: false });
 export type CreateJobBody = Static<typeof CreateJobBody>;
 
@@ -46,6 +51,7 @@ export const Job = Type.Object({
   import_supplier: Type.String(),
   operations_team_name: Type.String(),
   dry_run: Type.Boolean(),
+  on_drift: Choice(ON_DRIFT, 'What a record whose account is already imported with other data does: warn or fail.'),
   state: Choice(JOB_STATES, 'paused: the supplier is paused; the job goes on when it is ongoing again.'),
   not_before: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
   not_after: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
@@ -53,6 +59,7 @@ export const Job = Type.Object({
   started_at: Nullable(Type.String(), 'When the job was started (UTC).'),
   finished_at: Nullable(Type.String(), 'When the job completed or was cancelled (UTC).'),
   counts: JobCounts,
+  records_with_warnings: Type.Integer({ description: 'Records whose result has warnings (an already imported account that differs).' }),
   errors_by_code: Type.Array(ErrorCount, { description: 'The first error of each failed record, by code, largest first.' }),
   records_per_minute: Type.Number({ description: 'Records finished per minute over the last five minutes, or since the job began running when that is shorter (at least half a minute).' }),
   eta_seconds: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'Seconds until the records left are done at the current rate; null when unknown or nothing is left.' }),
@@ -85,6 +92,19 @@ export const RecordError = Type.Object({
 });
 export type RecordError = Static<typeof RecordError>;
 
+const DriftValue = Type.Unsafe<string | number | boolean | null>({
+  type: ['string', 'number', 'boolean', 'null'], description: 'A stored or sent value; null when there is none.',
+});
+
+export const RecordWarning = Type.Object({
+  code: Type.Literal('account_differs'),
+  attr: Type.String({ description: 'Dot path from the record: account.supply_addresses.0.supply_points.0.identifier.' }),
+  detail: Type.String(),
+  stored: DriftValue,
+  sent: DriftValue,
+}, { $id: 'MigrationJobRecordWarning' });
+export type RecordWarning = Static<typeof RecordWarning>;
+
 export const RecordResult = Type.Object({
   line: Type.Integer({ description: 'The record\'s line number, from 1, across all uploads of the job (blank lines not counted).' }),
   external_account_number: Nullable(Type.String()),
@@ -94,6 +114,9 @@ export const RecordResult = Type.Object({
   service_account_number: Nullable(Type.String()),
   dry_run: Type.Boolean(),
   errors: Type.Array(RecordError),
+  warnings: Type.Array(RecordWarning, {
+    maxItems: 20, description: 'What differs between the record and the account already imported, field by field (at most 20).',
+  }),
   finished_at: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
 }, { $id: 'MigrationJobRecordResult' });
 export type RecordResult = Static<typeof RecordResult>;
@@ -104,4 +127,4 @@ export const RecordsQuery = Type.Object({
 export type RecordsQuery = Static<typeof RecordsQuery>;
 
 export const CSV_COLUMNS = ['line', 'external_account_number', 'outcome', 'step', 'service_account_number',
-  'error_code', 'error_attr', 'error_detail', 'error_count'] as const;
+  'error_code', 'error_attr', 'error_detail', 'error_count', 'warning_count', 'first_warning_code'] as const;

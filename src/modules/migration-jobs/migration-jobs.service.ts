@@ -65,7 +65,7 @@ export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Pr
     });
   }
   const id = randomUUID();
-  await repo.insertJob(db, { id, supplierId: supplier.id, teamId: team.id, dryRun: body.dry_run === true, notBefore, notAfter });
+  await repo.insertJob(db, { id, supplierId: supplier.id, teamId: team.id, dryRun: body.dry_run === true, onDrift: body.on_drift ?? 'warn', notBefore, notAfter });
   return jobView(db, (await repo.findJob(db, id))!);
 }
 
@@ -111,8 +111,8 @@ function rateWindowMinutes(row: repo.JobRow): number {
 
 /** The job as D11 shows it: counts, errors by code, rate and ETA from the records' indexes. */
 export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
-  const [counts, errors, recent] = [await repo.countsOf(db, row.id), await repo.errorsByCode(db, row.id),
-    await repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES)];
+  const [counts, errors, recent, warned] = [await repo.countsOf(db, row.id), await repo.errorsByCode(db, row.id),
+    await repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES), await repo.countWithWarnings(db, row.id)];
   const perMinute = Math.round((recent / rateWindowMinutes(row)) * 10) / 10;
   const left = counts.pending + counts.running;
   const active = ['queued', 'running', 'scheduled'].includes(row.state);
@@ -121,6 +121,7 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
     import_supplier: row.supplier_code,
     operations_team_name: row.operations_team_name,
     dry_run: row.dry_run,
+    on_drift: row.on_drift,
     state: shownState(row),
     not_before: row.not_before ? utcSeconds(row.not_before) : null,
     not_after: row.not_after ? utcSeconds(row.not_after) : null,
@@ -128,6 +129,7 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
     started_at: row.started_at ? utcSeconds(row.started_at) : null,
     finished_at: row.finished_at ? utcSeconds(row.finished_at) : null,
     counts,
+    records_with_warnings: warned,
     errors_by_code: errors,
     records_per_minute: perMinute,
     eta_seconds: active && left > 0 && perMinute > 0 ? Math.ceil((left / perMinute) * 60) : null,
@@ -296,6 +298,7 @@ function resultOf(row: repo.RecordRow, dryRun: boolean): RecordResult {
     service_account_number: row.service_account_number,
     dry_run: dryRun,
     errors: row.errors,
+    warnings: row.warnings,
     finished_at: row.finished_at ? utcSeconds(row.finished_at) : null,
   };
 }
@@ -326,6 +329,6 @@ export async function streamResults(
 function csvRow(r: RecordResult): string {
   const first = r.errors[0];
   const cells = [r.line, r.external_account_number, r.outcome, r.step, r.service_account_number,
-    first?.code, first?.attr, first?.detail, r.errors.length];
+    first?.code, first?.attr, first?.detail, r.errors.length, r.warnings.length, r.warnings[0]?.code];
   return `${cells.map(csvCell).join(',')}\r\n`;
 }

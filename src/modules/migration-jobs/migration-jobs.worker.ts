@@ -169,7 +169,7 @@ async function runRecordJob(
     throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
   }
   const outcome = result.kind === 'transient' ? 'failed' : result.outcome;
-  const finished = { created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors };
+  const finished = { created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors, warnings: result.warnings };
   const { othersPending } = outcome === 'failed'
     ? await finishFailedRecord(db, { id: job.id, supplierId: job.supplier_id }, {
       line: record.line, externalAccountNumber: record.external_account_number, step: result.step ?? 'account', ...finished,

@@ -3,7 +3,7 @@ import type { Database } from '../../db/schema.ts';
 import type { NewEvent } from '../events/event-types.ts';
 import { recordEvent } from '../events/events.repository.ts';
 import * as repo from './migration-jobs.repository.ts';
-import type { RecordError, RecordStep } from './migration-jobs.schemas.ts';
+import type { RecordError, RecordStep, RecordWarning } from './migration-jobs.schemas.ts';
 
 // Every record a job fails, at any step including parse, is a `migration_record.failed` event, so a
 // webhook consumer hears about every reject without reading the results. The event commits with the
@@ -30,11 +30,13 @@ export function recordFailedEvent(supplierId: number, jobId: string, failed: Fai
  * (a worker and the dead-letter queue) is reported once.
  */
 export async function finishFailedRecord(
-  db: Kysely<Database>, job: { id: string; supplierId: number }, failed: FailedRecord & { created: boolean | null; serviceAccountNumber: string | null },
+  db: Kysely<Database>, job: { id: string; supplierId: number },
+  failed: FailedRecord & { created: boolean | null; serviceAccountNumber: string | null; warnings?: RecordWarning[] },
 ): Promise<{ othersPending: boolean }> {
   return db.transaction().execute(async (trx) => {
     const done = await repo.finishRecord(trx, job.id, failed.line, {
-      outcome: 'failed', step: failed.step, created: failed.created, serviceAccountNumber: failed.serviceAccountNumber, errors: [...failed.errors],
+      outcome: 'failed', step: failed.step, created: failed.created, serviceAccountNumber: failed.serviceAccountNumber,
+      errors: [...failed.errors], warnings: failed.warnings,
     });
     if (done.finished) await recordEvent(trx, recordFailedEvent(job.supplierId, job.id, failed));
     return { othersPending: done.othersPending };
