@@ -710,7 +710,7 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description The data of one account to import. The required fields are listed; every other field may be omitted, and an undocumented field is refused (`unknown_field`). Across fields: `last_billed_to_date` >= `supply_start_date` (`invalid_date_range`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document path. Each field lists its bounds; a failure is `account_failed_validation` with one item per problem in `errors`. */
+        /** @description The data of one account to import. The required fields are listed; every other field may be omitted, and an undocumented field is refused (`unknown_field`). Across fields: `last_billed_to_date` >= `supply_start_date` (`invalid_date_range`); postcodes are read in `billing_address.country` (`invalid_postcode`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document path. Each field lists its bounds; a failure is `account_failed_validation` with one item per problem in `errors`. */
         AccountData: {
             /** @description The supplier's own account number, case-sensitive: 1-100 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
             external_account_number: string;
@@ -931,6 +931,11 @@ export interface components {
              */
             max_records_per_minute?: number | null;
             control_totals?: components["schemas"]["MigrationControlTotals"];
+            /**
+             * @description A record whose account is already imported with other data: `warn` (default) adds `account_differs` warnings to its result; `fail` fails it at step account with `account_differs`.
+             * @enum {string}
+             */
+            on_drift?: "warn" | "fail";
         };
         MigrationJob: {
             /**
@@ -941,6 +946,11 @@ export interface components {
             import_supplier: string;
             operations_team_name: string;
             dry_run: boolean;
+            /**
+             * @description What a record whose account is already imported with other data does: warn or fail.
+             * @enum {string}
+             */
+            on_drift: "warn" | "fail";
             /**
              * @description paused: the job was paused (pause/), or its supplier is paused; records in flight finish, no other starts.
              * @enum {string}
@@ -973,6 +983,8 @@ export interface components {
                 failed: number;
                 cancelled: number;
             };
+            /** @description Records whose result has warnings (an already imported account that differs). */
+            records_with_warnings: number;
             /** @description The first error of each failed record, by code, largest first. */
             errors_by_code: {
                 /** @description The code of the first error of failed records. */
@@ -1018,6 +1030,8 @@ export interface components {
                 attr: string;
                 detail: string;
             }[];
+            /** @description What differs between the record and the account already imported, field by field (at most 20). */
+            warnings: components["schemas"]["MigrationJobRecordWarning"][];
             /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
             finished_at: string | null;
         };
@@ -1120,7 +1134,7 @@ export interface components {
             /** @description Where events are POSTed: http or https, without credentials, not a loopback, private or link-local address. */
             url: string;
             /** @description The event types sent to the endpoint; null (the default): every type. */
-            events?: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            events?: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed")[] | null;
             /** @description Free text of your own, to tell endpoints apart. */
             description?: string | null;
         };
@@ -1129,7 +1143,7 @@ export interface components {
             id: string;
             url: string;
             /** @description The event types sent to the endpoint; null (the default): every type. */
-            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed")[] | null;
             description: string | null;
             /** @description false: disabled (over the API, by the service team, or after a 410 Gone answer). */
             enabled: boolean;
@@ -1143,7 +1157,7 @@ export interface components {
             id: string;
             url: string;
             /** @description The event types sent to the endpoint; null (the default): every type. */
-            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed")[] | null;
             description: string | null;
             /** @description false: disabled (over the API, by the service team, or after a 410 Gone answer). */
             enabled: boolean;
@@ -1154,7 +1168,7 @@ export interface components {
             /** @description Where events are POSTed: http or https, without credentials, not a loopback, private or link-local address. */
             url?: string;
             /** @description The event types sent to the endpoint; null (the default): every type. */
-            events?: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            events?: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed")[] | null;
             /** @description Free text of your own, to tell endpoints apart. */
             description?: string | null;
             /** @description false stops deliveries (pending retries are dropped); true resumes them with the events recorded from then on. */
@@ -1165,7 +1179,7 @@ export interface components {
             id: string;
             url: string;
             /** @description The event types sent to the endpoint; null (the default): every type. */
-            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled")[] | null;
+            events: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed")[] | null;
             description: string | null;
             /** @description false: disabled (over the API, by the service team, or after a 410 Gone answer). */
             enabled: boolean;
@@ -1203,6 +1217,7 @@ export interface components {
             administrative_area?: string;
             /** @description ISO 3166-1 alpha-2 country code in capitals, for example GB (`invalid_country`). */
             country: string;
+            /** @description A postcode of `country` (`invalid_postcode`): a valid UK postcode for GB, stored normalised (`sw1a1aa` is stored as `SW1A 1AA`); the country's format elsewhere, where it is known. */
             postal_code: string;
         };
         MetadataItem: {
@@ -1241,6 +1256,7 @@ export interface components {
             supply_address2?: string;
             supply_address3?: string;
             supply_address4?: string;
+            /** @description A postcode of the billing address's country (`invalid_postcode`), stored normalised for GB as `postal_code` is. */
             supply_postcode: string;
             /**
              * Format: date
@@ -1722,6 +1738,17 @@ export interface components {
             /** @description The sum of the gross amounts of the book's statements. */
             statements_gross_total?: string;
         };
+        MigrationJobRecordWarning: {
+            /** @enum {string} */
+            code: "account_differs";
+            /** @description Dot path from the record: account.supply_addresses.0.supply_points.0.identifier. */
+            attr: string;
+            detail: string;
+            /** @description A stored or sent value; null when there is none. */
+            stored: string | number | boolean | null;
+            /** @description A stored or sent value; null when there is none. */
+            sent: string | number | boolean | null;
+        };
         AccountImportRecord: {
             external_account_number: string;
             /** @description Null while pending. */
@@ -1748,7 +1775,7 @@ export interface components {
             /** @description Opaque and unique; also the `webhook-id` of its deliveries. Page with `after`. */
             id: string;
             /** @enum {string} */
-            type: "import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled";
+            type: "import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed";
             /** @description UTC, YYYY-MM-DDTHH:MM:SSZ. */
             created_at: string;
             import_supplier: string;
@@ -4319,6 +4346,7 @@ export interface operations {
                      *         "import_supplier": "DEMO",
                      *         "operations_team_name": "Operations",
                      *         "dry_run": false,
+                     *         "on_drift": "warn",
                      *         "state": "open",
                      *         "paused": false,
                      *         "max_records_per_minute": null,
@@ -4336,6 +4364,7 @@ export interface operations {
                      *           "failed": 0,
                      *           "cancelled": 0
                      *         },
+                     *         "records_with_warnings": 0,
                      *         "errors_by_code": [],
                      *         "records_per_minute": 0,
                      *         "eta_seconds": null
@@ -4451,6 +4480,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "open",
                      *       "paused": false,
                      *       "max_records_per_minute": null,
@@ -4468,6 +4498,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -4599,6 +4630,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "open",
                      *       "paused": false,
                      *       "max_records_per_minute": null,
@@ -4616,6 +4648,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -4741,6 +4774,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "open",
                      *       "paused": false,
                      *       "max_records_per_minute": 600,
@@ -4758,6 +4792,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -4917,6 +4952,7 @@ export interface operations {
                      *           "detail": "Enter a valid phone number in international format with a leading +."
                      *         }
                      *       ],
+                     *       "warnings": [],
                      *       "finished_at": "2025-03-04T10:21:07Z"
                      *     }
                      */
@@ -5191,6 +5227,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "queued",
                      *       "paused": false,
                      *       "max_records_per_minute": null,
@@ -5208,6 +5245,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -5317,6 +5355,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "cancelled",
                      *       "paused": false,
                      *       "max_records_per_minute": null,
@@ -5334,6 +5373,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -5443,6 +5483,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "queued",
                      *       "paused": false,
                      *       "max_records_per_minute": null,
@@ -5460,6 +5501,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -5569,6 +5611,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "paused",
                      *       "paused": true,
                      *       "max_records_per_minute": null,
@@ -5586,6 +5629,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -5695,6 +5739,7 @@ export interface operations {
                      *       "import_supplier": "DEMO",
                      *       "operations_team_name": "Operations",
                      *       "dry_run": false,
+                     *       "on_drift": "warn",
                      *       "state": "running",
                      *       "paused": false,
                      *       "max_records_per_minute": null,
@@ -5712,6 +5757,7 @@ export interface operations {
                      *         "failed": 0,
                      *         "cancelled": 0
                      *       },
+                     *       "records_with_warnings": 0,
                      *       "errors_by_code": [],
                      *       "records_per_minute": 0,
                      *       "eta_seconds": null
@@ -6360,6 +6406,7 @@ export interface operations {
                      *           "import_supplier": "DEMO",
                      *           "operations_team_name": "Operations",
                      *           "dry_run": false,
+                     *           "on_drift": "warn",
                      *           "state": "running",
                      *           "paused": false,
                      *           "max_records_per_minute": null,
@@ -6377,6 +6424,7 @@ export interface operations {
                      *             "failed": 0,
                      *             "cancelled": 0
                      *           },
+                     *           "records_with_warnings": 0,
                      *           "errors_by_code": [],
                      *           "records_per_minute": 0,
                      *           "eta_seconds": null

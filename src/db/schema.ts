@@ -106,7 +106,7 @@ export interface PaymentInstructionsTable {
   details: JsonDefault<unknown>; active: Generated<boolean>; created_at: Timestamp;
 }
 export interface EventsTable {
-  /** supplier_id is null only for a test ping (type `ping`, migration 017). */
+  /** supplier_id is null only for a test ping (type `ping`, migration 018). */
   id: Id; xid: Generated<string>; supplier_id: number | null; type: string; external_account_number: string | null;
   data: Json<unknown>; created_at: Generated<Date>;
 }
@@ -116,12 +116,14 @@ export interface MigrationJobsTable {
   cancel_requested: Generated<boolean>; not_before: Date | null; not_after: Date | null; total_lines: Generated<number>;
   created_at: Generated<Date>; started_at: Date | null; finished_at: Date | null;
   paused: Generated<boolean>; max_records_per_minute: number | null; throttle_tokens: number | null; throttle_at: Date | null;
+  /** What a record whose account is already imported with other data does: warn or fail (migration 020). */
+  on_drift: Generated<string>;
 }
 export interface MigrationJobRecordsTable {
   job_id: string; line: number; external_account_number: string | null; record: Json<unknown> | null;
   outcome: Generated<string>; step: string | null; created: boolean | null; service_account_number: string | null;
   errors: JsonDefault<unknown>; final_at_upload: Generated<boolean>; enqueued: Generated<boolean>; attempts: Generated<number>;
-  created_at: Generated<Date>; finished_at: Date | null;
+  created_at: Generated<Date>; finished_at: Date | null; warnings: JsonDefault<unknown>;
 }
 
 export interface WebhookEndpointsTable {

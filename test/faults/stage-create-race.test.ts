@@ -30,26 +30,28 @@ describe('re-stages racing a create', { skip }, () => {
 
     const exts = Array.from({ length: ACCOUNTS }, (_, i) => `RACE-${process.pid}-${i}`);
     // Heavy accounts, so a create spends time between reading the staged data and committing.
+    // A distinct, valid (and already normalised) UK postcode per re-stage: B1 0AA, B1 1AA, … B40 9AA.
+    const postcodeOf = (n: number) => `B${1 + Math.floor(n / 10)} ${n % 10}AA`;
     const payload = (ext: string, postcode: string) => {
       const body = accountPayload(tenant.supplier, ext, { electricity: 6 });
       body.billing_address.postal_code = postcode;
       return body;
     };
     for (const ext of exts) {
-      const staged = await request(a!.url, 'POST', ROUTES.stage, { token: tenant.token, body: payload(ext, 'PC0') });
+      const staged = await request(a!.url, 'POST', ROUTES.stage, { token: tenant.token, body: payload(ext, postcodeOf(0)) });
       assert.equal(staged.status, 201, staged.text);
     }
 
     let refused = 0;
     let acceptedDuring = 0;
     const raceOne = async (ext: string, i: number) => {
-      let lastAccepted = 'PC0';
+      let lastAccepted = postcodeOf(0);
       let creating = true;
       // One client re-stages in a loop (each awaited, so "last" is well defined) while the create runs
       // on the other instance, and a little after it answered.
       const restages = (async () => {
         for (let n = 1; n < 400; n += 1) {
-          const postcode = `PC${n}`;
+          const postcode = postcodeOf(n);
           const answer: HttpAnswer = await request((i % 2 ? a : b)!.url, 'POST', ROUTES.stage, { token: tenant.token, body: payload(ext, postcode), timeoutMs: 30_000 });
           if (answer.status === 200) {
             lastAccepted = postcode;

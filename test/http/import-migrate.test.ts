@@ -107,7 +107,7 @@ describe('import-migrate run', () => {
     const written = readFileSync(failures, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(written.map((r) => ({ ...r, finished_at: 'AT' })), [3, 6].map((line) => ({
       line, external_account_number: externalOf(lines[line - 1]!), outcome: 'failed', step: 'account', created: null,
-      service_account_number: null, dry_run: false, errors: [PHONE_ERROR], finished_at: 'AT',
+      service_account_number: null, dry_run: false, errors: [PHONE_ERROR], warnings: [], finished_at: 'AT',
     })));
     made.mixedJob = id!;
   });
@@ -121,10 +121,10 @@ describe('import-migrate run', () => {
     assert.match(out.job.id, new RegExp(`^${UUID}$`));
     assert.deepEqual({ ...out, job: { ...out.job, id: 'ID', created_at: 'T', started_at: 'T', finished_at: 'T', records_per_minute: 0 } }, {
       job: {
-        id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: true, state: 'completed', paused: false,
+        id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: true, on_drift: 'warn', state: 'completed', paused: false,
         max_records_per_minute: null, not_before: null, not_after: null, created_at: 'T', started_at: 'T', finished_at: 'T',
         counts: { total: 3, pending: 0, running: 0, succeeded: 3, skipped: 0, failed: 0, cancelled: 0 },
-        errors_by_code: [], records_per_minute: 0, eta_seconds: null,
+        records_with_warnings: 0, errors_by_code: [], records_per_minute: 0, eta_seconds: null,
       },
       upload: { received: 3, total_records: 3, skipped: 0 },
       failures_file: null,
@@ -209,9 +209,9 @@ describe('import-migrate job commands', () => {
     const csv = await migrateCli('results', id, '--csv', '--outcome', 'failed');
     assert.equal(csv.status, 0, csv.stderr);
     const rows = csv.stdout.trimEnd().split('\r\n');
-    assert.equal(rows[0], 'line,external_account_number,outcome,step,service_account_number,error_code,error_attr,error_detail,error_count');
+    assert.equal(rows[0], 'line,external_account_number,outcome,step,service_account_number,error_code,error_attr,error_detail,error_count,warning_count,first_warning_code');
     assert.deepEqual(rows.slice(1).map((r) => r.replace(/EXT-\w+/, 'EXT')), [3, 6].map((line) =>
-      `${line},EXT,failed,account,,invalid_phone_number,account.customers.0.mobile,${PHONE_ERROR.detail},1`));
+      `${line},EXT,failed,account,,invalid_phone_number,account.customers.0.mobile,${PHONE_ERROR.detail},1,0,`));
 
     const ndjson = await migrateCli('results', id);
     assert.deepEqual(ndjson.stdout.trimEnd().split('\n').map((l) => JSON.parse(l)).map((r) => [r.line, r.outcome]),
@@ -362,7 +362,8 @@ describe('import-migrate client details', () => {
 
   test('rates: a job of seconds says what it did in how long; a longer one, records a minute', () => {
     const job = (seconds: number, done: number): Job => ({
-      id: 'J', import_supplier: 'S', operations_team_name: 'T', dry_run: false, state: 'completed', paused: false, max_records_per_minute: null,
+      id: 'J', import_supplier: 'S', operations_team_name: 'T', dry_run: false, on_drift: 'warn', state: 'completed', paused: false,
+      max_records_per_minute: null, records_with_warnings: 0,
       not_before: null, not_after: null,
       created_at: '2026-01-01T00:00:00Z', started_at: '2026-01-01T00:00:00Z', finished_at: new Date(Date.parse('2026-01-01T00:00:00Z') + seconds * 1000).toISOString(),
       counts: { total: done, pending: 0, running: 0, succeeded: done, skipped: 0, failed: 0, cancelled: 0 },

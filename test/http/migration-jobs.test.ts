@@ -85,9 +85,9 @@ describe('POST migration-jobs/', () => {
     assert.match(res.json.id, UUID);
     assert.match(res.json.created_at, UTC);
     assert.deepEqual({ ...res.json, id: 'ID', created_at: 'AT' }, {
-      id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: false, state: 'open', paused: false,
+      id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: false, on_drift: 'warn', state: 'open', paused: false,
       max_records_per_minute: null, not_before: null, not_after: null, created_at: 'AT', started_at: null, finished_at: null,
-      counts: ZERO, errors_by_code: [], records_per_minute: 0, eta_seconds: null,
+      counts: ZERO, records_with_warnings: 0, errors_by_code: [], records_per_minute: 0, eta_seconds: null,
     });
   });
 
@@ -128,7 +128,7 @@ describe('POST migration-jobs/<id>/records/', () => {
     assert.deepEqual(await upload(tenant, job.id, [{ account: b }, { account: a }, { account: b, extra: 1 }, { notes: [] }], {}, true),
       { status: 200, json: { received: 4, total_records: 7 } });
     const lines = await resultsOf(tenant, job.id);
-    const base = { created: null, service_account_number: null, dry_run: false };
+    const base = { created: null, service_account_number: null, dry_run: false, warnings: [] };
     assert.deepEqual(lines.map((l) => ({ ...l, finished_at: l.finished_at && 'AT' })), [
       { line: 1, external_account_number: a.external_account_number, outcome: 'pending', step: null, ...base, errors: [], finished_at: null },
       { line: 2, external_account_number: null, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not valid JSON.' }], finished_at: 'AT' },
@@ -243,7 +243,7 @@ describe('running a job', () => {
     assert.deepEqual(failedOnly.map((l) => l.line), [2, 3, 4, 5, 6, 7]);
     const csv = await results(tenant, job.id, '?outcome=skipped', 'text/csv');
     assert.match(String(csv.type), /^text\/csv/);
-    assert.equal(csv.body, `line,external_account_number,outcome,step,service_account_number,error_code,error_attr,error_detail,error_count\r\n8,${skipped.external_account_number},skipped,,,,,,0\r\n`);
+    assert.equal(csv.body, `line,external_account_number,outcome,step,service_account_number,error_code,error_attr,error_detail,error_count,warning_count,first_warning_code\r\n8,${skipped.external_account_number},skipped,,,,,,0,0,\r\n`);
     const ndjson = await results(tenant, job.id, '?outcome=skipped');
     assert.match(String(ndjson.type), /^application\/x-ndjson/);
   });

@@ -199,7 +199,12 @@ const cases: Array<[string, Mutation, Array<[string, string]>]> = [
   ['malformed landline and alternative number', (p) => {
     p.customers[0].landline = '12ab'; p.customers[0].alternative_phone_numbers[0].phone_number = '+44 12';
   }, [['invalid_phone_number', 'customers.0.landline'], ['invalid_phone_number', 'customers.0.alternative_phone_numbers.0.phone_number']]],
-  ['a national landline is read in the billing country', (p) => { p.billing_address.country = 'US'; p.customers[0].landline = '0117 496 0123'; },
+  ['a national landline is read in the billing country', (p) => {
+    // A US account has US postcodes (postcodes are read in the billing country too).
+    p.billing_address.country = 'US'; p.billing_address.postal_code = '94105';
+    for (const address of p.supply_addresses) address.supply_postcode = '94105';
+    p.customers[0].landline = '0117 496 0123';
+  },
     [['invalid_phone_number', 'customers.0.landline']]],
   ['duplicate electricity identifiers', (p) => { p.supply_addresses[1].supply_points[0].identifier = elec(p).identifier; },
     [['duplicate', 'supply_addresses.1.supply_points.0.identifier']]],

@@ -142,7 +142,7 @@ describe('import-admin webhook commands', () => {
     await fails(['webhook', 'create', org, '--url', 'not a url'], 2, 'invalid_argument',
       `--url must be an absolute http or https URL, got "not a url"; ${usage}`);
     await fails(['webhook', 'create', org, '--url', 'https://x.example.com/', '--events', 'import_process.staged,account.deleted'], 2, 'invalid_argument',
-      `unknown event type "account.deleted"; the types are import_process.staged, import_process.completed, import_process.failed, import_process.dry_run_completed, import_process.dry_run_failed, post_import.completed, migration_job.completed, migration_job.cancelled; ${usage}`);
+      `unknown event type "account.deleted"; the types are import_process.staged, import_process.completed, import_process.failed, import_process.dry_run_completed, import_process.dry_run_failed, post_import.completed, migration_job.completed, migration_job.cancelled, migration_record.failed; ${usage}`);
     await fails(['webhook', 'create', org], 2, 'missing_argument', `--url is required; ${usage}`);
     await fails(['webhook', 'create', 'no-such-org', '--url', 'https://x.example.com/'], 1, 'not_found', 'no organisation named "no-such-org"');
     await fails(['webhook', 'list', 'no-such-org'], 1, 'not_found', 'no organisation named "no-such-org"');

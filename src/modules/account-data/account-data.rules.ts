@@ -1,6 +1,7 @@
 import { NO_FINDINGS, type RuleCheck, type RuleFinding } from '../../core/rules.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { BOUNDS, DRAMA_NUMBER_DETAIL, isCountryCode, isDramaNumber, isPhoneNumber, isRealDate } from './field-checks.ts';
+import { BOUNDS, isCountryCode, isRealDate, phoneNumberProblem } from './field-checks.ts';
+import { postcodeProblem } from './postcodes.ts';
 
 // Cross-field rules of the account data (D5). They run on whatever was sent, even when the schema
 // already failed it, so every access is guarded: a value of the wrong shape is skipped here (the
@@ -13,6 +14,7 @@ const objectOf = (value: unknown): Record<string, unknown> | undefined =>
 const NO_ITEMS: readonly unknown[] = Object.freeze([]);
 const arrayOf = (value: unknown): readonly unknown[] => (Array.isArray(value) ? value : NO_ITEMS);
 
+/** The detail of a landline or alternative number that is not a phone number at all. */
 const PHONE_DETAIL = 'Enter a valid phone number: international with a leading +, or national in the billing address\'s country.';
 
 /** Why a landline or alternative number is refused, or null (see checkPhones). */
@@ -22,8 +24,7 @@ function phoneProblem(value: unknown, country: string | undefined, emptyAllowed:
   // A national number cannot be read without a valid billing country; that country already has
   // its own error, and the number may be right once it is fixed.
   if (!value.startsWith('+') && value !== '' && !country) return null;
-  if (isPhoneNumber(value, country)) return null;
-  return isDramaNumber(value, country) ? DRAMA_NUMBER_DETAIL : PHONE_DETAIL;
+  return phoneNumberProblem(value, country, PHONE_DETAIL);
 }
 
 /** Landline and alternative numbers without `+` are read in the billing country (when it is usable). */
@@ -76,11 +77,33 @@ function checkSupplyPoints(account: Record<string, unknown>, found: RuleFinding[
   }
 }
 
+const POSTCODE_MAX = 20;
+
+/** A postcode in bounds and not empty (else the schema reports it), checked in `country`. */
+function checkPostcode(value: unknown, country: string, path: string, found: RuleFinding[]): void {
+  if (typeof value !== 'string' || value === '' || value.length > POSTCODE_MAX) return;
+  const detail = postcodeProblem(value, country);
+  if (detail) found.push({ path, code: 'invalid_postcode', detail });
+}
+
+/** The billing and supply postcodes, read in the billing country (when it is usable). */
+function checkPostcodes(account: Record<string, unknown>, found: RuleFinding[]): void {
+  const billing = objectOf(account.billing_address);
+  const country = billing?.country;
+  if (typeof country !== 'string' || !isCountryCode(country)) return;
+  checkPostcode(billing?.postal_code, country, 'billing_address.postal_code', found);
+  const addresses = arrayOf(account.supply_addresses);
+  for (let i = 0; i < addresses.length; i += 1) {
+    checkPostcode(objectOf(addresses[i])?.supply_postcode, country, `supply_addresses.${i}.supply_postcode`, found);
+  }
+}
+
 const checkAccountData: RuleCheck = (value) => {
   const account = objectOf(value);
   if (!account) return NO_FINDINGS;
   const found: RuleFinding[] = [];
   checkPhones(account, found);
+  checkPostcodes(account, found);
   checkSupplyPoints(account, found);
   return found.length > 0 ? found : NO_FINDINGS;
 };

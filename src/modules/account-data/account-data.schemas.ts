@@ -31,7 +31,10 @@ export const BillingAddress = Type.Object({
   locality: Type.Optional(Text(200)),
   administrative_area: Type.Optional(Text(200)),
   country: CountryCode,
-  postal_code: RequiredText(20),
+  postal_code: RequiredText(20, {
+    description: 'A postcode of `country` (`invalid_postcode`): a valid UK postcode for GB, stored normalised (`sw1a1aa` is '
+      + 'stored as `SW1A 1AA`); the country\'s format elsewhere, where it is known.',
+  }),
 }, { $id: 'BillingAddress', additionalProperties: false });
 export type BillingAddress = Static<typeof BillingAddress>;
 
@@ -80,7 +83,9 @@ export const SupplyAddress = Type.Object({
   supply_address2: Type.Optional(Text(200)),
   supply_address3: Type.Optional(Text(200)),
   supply_address4: Type.Optional(Text(200)),
-  supply_postcode: RequiredText(20),
+  supply_postcode: RequiredText(20, {
+    description: 'A postcode of the billing address\'s country (`invalid_postcode`), stored normalised for GB as `postal_code` is.',
+  }),
   customer_at_supply_address_from_date: Type.Optional(DateString),
   supply_points: Type.Array(SupplyPoint, { maxItems: ACCOUNT_LIMITS.supplyPoints }),
 }, { $id: 'SupplyAddress', additionalProperties: false });
@@ -104,7 +109,7 @@ export const AccountData = Type.Object({
   ...ruleOf(ACCOUNT_DATA_RULES, 'account-data'),
   description: 'The data of one account to import. The required fields are listed; every other field may be omitted, '
     + 'and an undocumented field is refused (`unknown_field`). Across fields: `last_billed_to_date` >= `supply_start_date` '
-    + '(`invalid_date_range`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative '
+    + '(`invalid_date_range`); postcodes are read in `billing_address.country` (`invalid_postcode`); ELECTRICITY identifiers are unique within the data (`duplicate`); a landline or alternative '
     + 'number without + is read in `billing_address.country` (`invalid_phone_number`); a note needs a body or a document '
     + 'path. Each field lists its bounds; a failure is `account_failed_validation` with one item per problem in `errors`.',
 });

@@ -27,15 +27,25 @@ export function isEmail(value: string): boolean {
 
 const INTERNATIONAL = { extract: false } as const;
 
+/** The detail of a number that is shaped like one of its country calling code but in no range in use. */
+const unallocatedNumberDetail = (callingCode: string): string =>
+  `This number has a valid format for country code +${callingCode} but is not a real number: no numbers are allocated in its range.`;
+
 /**
- * A phone number valid by libphonenumber's full metadata. With a leading `+` it is read as
- * international; without one it is read in `country` (and is invalid when there is none).
+ * Why `value` is not a phone number valid by libphonenumber's full metadata, or null when it is. With a
+ * leading `+` it is read as international; without one it is read in `country` (and is malformed when
+ * there is none). Three answers tell a sender what to fix: `malformed` (the caller's words) when it is
+ * not a phone number at all (no `+` where one is needed, letters, a length no number of its country
+ * code has); the drama-range detail; or, for a number of the right shape in a range that is not in use,
+ * a detail that says so rather than asking for the `+` it already has.
  */
-export function isPhoneNumber(value: string, country?: string): boolean {
+export function phoneNumberProblem(value: string, country: string | undefined, malformed: string): string | null {
   const international = value.startsWith('+');
-  if (!international && !country) return false;
+  if (!international && !country) return malformed;
   const parsed = parsePhoneNumberFromString(value, international ? INTERNATIONAL : { defaultCountry: country as CountryCode, extract: false });
-  return parsed?.isValid() ?? false;
+  if (parsed?.isValid()) return null;
+  if (isDramaNumber(value, country)) return DRAMA_NUMBER_DETAIL;
+  return parsed?.isPossible() ? unallocatedNumberDetail(parsed.countryCallingCode) : malformed;
 }
 
 // Ofcom keeps these UK ranges for drama and fiction (TV, film, books): they look real and never
@@ -75,6 +85,8 @@ export const BOUNDS = {
   documentPath: 500,
 } as const;
 
+const MALFORMED_INTERNATIONAL = 'Enter a valid phone number in international format with a leading +.';
+
 const inBounds = (value: unknown, max: number): value is string => typeof value === 'string' && value.length <= max;
 
 /**
@@ -110,9 +122,8 @@ export const FIELD_RULES = {
       ? [{ path: '', code: 'invalid_email', detail: 'Enter a valid email address.' }]
       : NO_FINDINGS,
   'international-phone': (value) => {
-    if (!inBounds(value, BOUNDS.phone) || isPhoneNumber(value)) return NO_FINDINGS;
-    const detail = isDramaNumber(value) ? DRAMA_NUMBER_DETAIL : 'Enter a valid phone number in international format with a leading +.';
-    return [{ path: '', code: 'invalid_phone_number', detail }];
+    const detail = inBounds(value, BOUNDS.phone) ? phoneNumberProblem(value, undefined, MALFORMED_INTERNATIONAL) : null;
+    return detail ? [{ path: '', code: 'invalid_phone_number', detail }] : NO_FINDINGS;
   },
   'document-path': (value) =>
     inBounds(value, BOUNDS.documentPath) && value !== '' && !isRelativeDocumentPath(value)

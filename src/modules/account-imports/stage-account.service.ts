@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier, requireSupplierOpen } from '../../core/suppliers.ts';
 import type { AccountData } from '../account-data/account-data.schemas.ts';
+import { withNormalisedPostcodes } from '../account-data/postcodes.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { StageAccountResponse } from './account-imports.schemas.ts';
 import * as imports from './account-imports.repository.ts';
@@ -24,7 +25,8 @@ export async function stageAccount(deps: StageDeps, caller: Caller, data: Accoun
   const ext = data.external_account_number;
   const body = { import_supplier: supplier.code, external_account_number: ext };
 
-  const outcome = await deps.staging.stage({ supplierId: supplier.id, externalAccountNumber: ext, data });
+  // Stored as the account will keep it: a GB postcode in its normal form.
+  const outcome = await deps.staging.stage({ supplierId: supplier.id, externalAccountNumber: ext, data: withNormalisedPostcodes(data) });
   if (!('refused' in outcome)) return { created: outcome.inserted, body };
 
   // The upsert's guard refused: the account is imported or marked to skip.

@@ -9,6 +9,7 @@ export const EVENT_TYPES = [
   'post_import.completed',
   'migration_job.completed',
   'migration_job.cancelled',
+  'migration_record.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -27,6 +28,9 @@ export interface EventDataByType {
   'post_import.completed': { kind: PostImportKind; added: number; already_existing: number };
   'migration_job.completed': { job_id: string; counts: Record<string, number> };
   'migration_job.cancelled': { job_id: string; counts: Record<string, number> };
+  'migration_record.failed': {
+    job_id: string; line: number; external_account_number: string | null; step: string; errors: Array<{ code: string; detail: string; attr: string }>;
+  };
 }
 
 /** An event about to be written: the supplier by id, the account by external number (null for jobs). */

@@ -20,11 +20,11 @@ export const UPLOAD_RECORDS = `${JSON.stringify({ account: RECORD_ACCOUNT, notes
 export const UPLOADED: UploadReply = { received: 1, total_records: 1 };
 
 export const JOB: Job = {
-  id: EXAMPLE_JOB_ID, import_supplier: DEMO.supplier, operations_team_name: DEMO.team, dry_run: false, state: 'open', paused: false,
+  id: EXAMPLE_JOB_ID, import_supplier: DEMO.supplier, operations_team_name: DEMO.team, dry_run: false, on_drift: 'warn', state: 'open', paused: false,
   max_records_per_minute: null,
   not_before: null, not_after: null, created_at: '2025-03-04T10:20:00Z', started_at: null, finished_at: null,
   counts: { total: 1, pending: 1, running: 0, succeeded: 0, skipped: 0, failed: 0, cancelled: 0 },
-  errors_by_code: [], records_per_minute: 0, eta_seconds: null,
+  records_with_warnings: 0, errors_by_code: [], records_per_minute: 0, eta_seconds: null,
 };
 
 /** The uploaded job, throttled before it starts. */
@@ -33,7 +33,7 @@ export const THROTTLE_JOB: UpdateJobBody = { max_records_per_minute: 600 };
 export const RECORD_RESULT: RecordResult = {
   line: 1, external_account_number: 'DEMO-0002', outcome: 'failed', step: 'account', created: null, service_account_number: null,
   dry_run: false, errors: [{ code: 'invalid_phone_number', attr: 'account.customers.0.mobile', detail: 'Enter a valid phone number in international format with a leading +.' }],
-  finished_at: '2025-03-04T10:21:07Z',
+  warnings: [], finished_at: '2025-03-04T10:21:07Z',
 };
 
 export const JOB_NOT_FOUND = { detail: `No migration job "${EXAMPLE_JOB_ID}".`, code: 'not_found' };

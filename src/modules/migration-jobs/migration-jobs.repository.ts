@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Supplier } from '../../db/schema.ts';
 import { SERVER_PREPARED } from '../../db/server-prepared.ts';
-import type { JobCounts, RecordError, RecordOutcome, RecordStep, StoredJobState } from './migration-jobs.schemas.ts';
+import type { JobCounts, OnDrift, RecordError, RecordOutcome, RecordStep, RecordWarning, StoredJobState } from './migration-jobs.schemas.ts';
 
 // Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
 // uploaded line; counts are answered from the (job_id, outcome) index.
@@ -16,6 +16,7 @@ export interface JobRow {
   operations_team_id: number;
   operations_team_name: string;
   dry_run: boolean;
+  on_drift: OnDrift;
   state: StoredJobState;
   cancel_requested: boolean;
   not_before: Date | null;
@@ -30,17 +31,17 @@ export interface JobRow {
 }
 
 const JOB_COLUMNS = sql`j.id::text AS id, j.supplier_id, s.code AS supplier_code, s.status AS supplier_status,
-  s.organisation_id, j.operations_team_id, t.name AS operations_team_name, j.dry_run, j.state, j.cancel_requested,
+  s.organisation_id, j.operations_team_id, t.name AS operations_team_name, j.dry_run, j.on_drift, j.state, j.cancel_requested,
   j.not_before, j.not_after, j.total_lines, j.created_at, j.started_at, j.finished_at, j.paused, j.max_records_per_minute`;
 const JOB_FROM = sql`migration_jobs j JOIN import_suppliers s ON s.id = j.supplier_id JOIN operations_teams t ON t.id = j.operations_team_id`;
 
 export async function insertJob(db: Db, job: {
-  id: string; supplierId: number; teamId: number; dryRun: boolean; notBefore: string | null; notAfter: string | null;
+  id: string; supplierId: number; teamId: number; dryRun: boolean; onDrift: OnDrift; notBefore: string | null; notAfter: string | null;
   maxRecordsPerMinute: number | null;
   controlTotals: Record<string, number | string>;
 }): Promise<void> {
-  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, not_before, not_after, max_records_per_minute, control_totals)
-    VALUES (${job.id}::uuid, ${job.supplierId}, ${job.teamId}, ${job.dryRun}, ${job.notBefore}::timestamptz, ${job.notAfter}::timestamptz,
+  await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, dry_run, on_drift, not_before, not_after, max_records_per_minute, control_totals)
+    VALUES (${job.id}::uuid, ${job.supplierId}, ${job.teamId}, ${job.dryRun}, ${job.onDrift}, ${job.notBefore}::timestamptz, ${job.notAfter}::timestamptz,
       ${job.maxRecordsPerMinute}::integer, ${JSON.stringify(job.controlTotals)}::jsonb)`.execute(db);
 }
 
@@ -125,6 +126,13 @@ export async function countsOf(db: Db, jobId: string): Promise<JobCounts> {
   return counts;
 }
 
+/** Records with warnings (the partial index of migration 020 holds just those). */
+export async function countWithWarnings(db: Db, jobId: string): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM migration_job_records
+    WHERE job_id = ${jobId}::uuid AND warnings <> '[]'::jsonb`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
 export async function errorsByCode(db: Db, jobId: string): Promise<Array<{ code: string; count: number }>> {
   const { rows } = await sql<{ code: string; count: number }>`
     SELECT errors->0->>'code' AS code, count(*)::int AS count FROM migration_job_records
@@ -189,12 +197,20 @@ export async function hasUnsent(trx: Transaction<Database>, jobId: string): Prom
   return rows.length > 0;
 }
 
-/** The next records to put on the queue, marked as sent in the same transaction. */
+/**
+ * The next records to put on the queue, marked as sent in the same transaction. The lines are picked
+ * once, in a materialised CTE: as `line IN (subquery)` the planner may rescan the subquery for each
+ * row it updates, and each rescan skips the rows this statement already updated (FOR UPDATE ignores
+ * them) and picks the next ones, so the LIMIT no longer bounds the update (seen on PGlite once the
+ * table grew a column: every pending record was sent at once).
+ */
 export async function takeUnsent(trx: Transaction<Database>, jobId: string, limit: number): Promise<number[]> {
-  const { rows } = await sql<{ line: number }>`UPDATE migration_job_records SET enqueued = true
-    WHERE job_id = ${jobId}::uuid AND line IN (
+  const { rows } = await sql<{ line: number }>`WITH picked AS MATERIALIZED (
       SELECT line FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' AND NOT enqueued
-      ORDER BY line LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+      ORDER BY line LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    )
+    UPDATE migration_job_records SET enqueued = true
+    WHERE job_id = ${jobId}::uuid AND line IN (SELECT line FROM picked)
     RETURNING line`.execute(trx);
   return rows.map((r) => r.line).sort((a, b) => a - b);
 }
@@ -209,11 +225,13 @@ export interface RecordRow {
   created: boolean | null;
   service_account_number: string | null;
   errors: RecordError[];
+  warnings: RecordWarning[];
   attempts: number;
   finished_at: Date | null;
 }
 
-const RECORD_COLUMNS = sql`job_id::text AS job_id, line, external_account_number, outcome, step, created, service_account_number, errors, attempts, finished_at`;
+const RECORD_COLUMNS = sql`job_id::text AS job_id, line, external_account_number, outcome, step, created, service_account_number, errors,
+  warnings, attempts, finished_at`;
 
 /**
  * Claims a record for a worker: pending, or running (its previous worker died and the queue gave
@@ -239,7 +257,7 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
     supplier_customer_emails: boolean; supplier_documents_root: string; supplier_created_at: Date;
     r_line: number | null; r_external_account_number: string | null; r_record: unknown; r_outcome: RecordOutcome;
     r_step: RecordStep | null; r_created: boolean | null; r_service_account_number: string | null; r_errors: RecordError[];
-    r_attempts: number; r_finished_at: Date | null;
+    r_warnings: RecordWarning[]; r_attempts: number; r_finished_at: Date | null;
   }>`${sql.raw(SERVER_PREPARED)} WITH job AS (
       SELECT ${JOB_COLUMNS}, s.customer_emails AS supplier_customer_emails, s.documents_root AS supplier_documents_root,
         s.created_at AS supplier_created_at
@@ -250,17 +268,17 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
       WHERE r.job_id = ${jobId}::uuid AND r.line = ${line} AND r.outcome IN ('pending', 'running')
         AND job.state IN ('queued', 'scheduled', 'running') AND job.supplier_status <> 'paused' AND NOT job.paused
       RETURNING r.line, r.external_account_number, r.record, r.outcome, r.step, r.created, r.service_account_number,
-        r.errors, r.attempts, r.finished_at
+        r.errors, r.warnings, r.attempts, r.finished_at
     )
     SELECT job.*, c.line AS r_line, c.external_account_number AS r_external_account_number, c.record AS r_record,
       c.outcome AS r_outcome, c.step AS r_step, c.created AS r_created, c.service_account_number AS r_service_account_number,
-      c.errors AS r_errors, c.attempts AS r_attempts, c.finished_at AS r_finished_at
+      c.errors AS r_errors, c.warnings AS r_warnings, c.attempts AS r_attempts, c.finished_at AS r_finished_at
     FROM job LEFT JOIN claimed c ON true`.execute(db);
   const row = rows[0];
   if (!row) return {};
   const {
     supplier_customer_emails, supplier_documents_root, supplier_created_at, r_line, r_external_account_number, r_record,
-    r_outcome, r_step, r_created, r_service_account_number, r_errors, r_attempts, r_finished_at, ...job
+    r_outcome, r_step, r_created, r_service_account_number, r_errors, r_warnings, r_attempts, r_finished_at, ...job
   } = row;
   const supplier: Supplier = {
     id: job.supplier_id, code: job.supplier_code, organisation_id: job.organisation_id, status: job.supplier_status as Supplier['status'],
@@ -272,7 +290,7 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
       record: {
         job_id: jobId, line: r_line, external_account_number: r_external_account_number, record: r_record, outcome: r_outcome,
         step: r_step, created: r_created, service_account_number: r_service_account_number, errors: r_errors,
-        attempts: r_attempts, finished_at: r_finished_at,
+        warnings: r_warnings, attempts: r_attempts, finished_at: r_finished_at,
       },
     }),
   };
@@ -285,20 +303,23 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
  * `false` must be looked at again after this commits (finishIfDone), and `true` can be stale: the
  * dispatcher's last looks end such a job (migration-jobs.worker.ts). Not EXISTS: PostgreSQL drops an
  * EXISTS subquery's ORDER BY, and the kept plan then scans a big job's records for the first pending
- * one (prepared-plans.test.ts); in line order the outcome index serves it.
+ * one (prepared-plans.test.ts); in line order the outcome index serves it. `finished` says whether
+ * this statement gave the outcome (the record was running), so a failure is reported once.
  */
 export async function finishRecord(db: Db, jobId: string, line: number, result: {
   outcome: 'succeeded' | 'skipped' | 'failed' | 'cancelled'; step: RecordStep | null; created: boolean | null;
-  serviceAccountNumber: string | null; errors: RecordError[];
-}): Promise<{ othersPending: boolean }> {
-  const { rows } = await sql<{ others_pending: boolean }>`${sql.raw(SERVER_PREPARED)} WITH finished AS (
+  serviceAccountNumber: string | null; errors: RecordError[]; warnings?: RecordWarning[];
+}): Promise<{ othersPending: boolean; finished: boolean }> {
+  const { rows } = await sql<{ others_pending: boolean; finished: boolean }>`${sql.raw(SERVER_PREPARED)} WITH finished AS (
       UPDATE migration_job_records SET outcome = ${result.outcome}, step = ${result.step}, created = ${result.created},
-        service_account_number = ${result.serviceAccountNumber}, errors = ${JSON.stringify(result.errors)}::jsonb, finished_at = now()
+        service_account_number = ${result.serviceAccountNumber}, errors = ${JSON.stringify(result.errors)}::jsonb,
+        warnings = ${JSON.stringify(result.warnings ?? [])}::jsonb, finished_at = now()
       WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'
+      RETURNING line
     )
     SELECT COALESCE((SELECT true FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1), false)
-      AS others_pending`.execute(db);
-  return { othersPending: rows[0]?.others_pending ?? false };
+      AS others_pending, EXISTS (SELECT 1 FROM finished) AS finished`.execute(db);
+  return { othersPending: rows[0]?.others_pending ?? false, finished: rows[0]?.finished ?? false };
 }
 
 /**
@@ -339,7 +360,8 @@ export async function hasUnfinished(db: Db, jobId: string): Promise<{ pending: b
 
 /** retry: failed and cancelled records (not those judged at upload) are pending again. */
 export async function resetForRetry(db: Db, jobId: string): Promise<number> {
-  const result = await sql`UPDATE migration_job_records SET outcome = 'pending', step = NULL, errors = '[]', finished_at = NULL, enqueued = false
+  const result = await sql`UPDATE migration_job_records SET outcome = 'pending', step = NULL, errors = '[]', warnings = '[]', finished_at = NULL,
+      enqueued = false
     WHERE job_id = ${jobId}::uuid AND outcome IN ('failed', 'cancelled') AND NOT final_at_upload`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }

@@ -20,6 +20,9 @@ export const isFinished = (state: StoredJobState): boolean => state === 'complet
 export const RECORD_OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'] as const;
 export type RecordOutcome = (typeof RECORD_OUTCOMES)[number];
 
+export const ON_DRIFT = ['warn', 'fail'] as const;
+export type OnDrift = (typeof ON_DRIFT)[number];
+
 export const RECORD_STEPS = ['parse', 'account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
 export type RecordStep = (typeof RECORD_STEPS)[number];
 
@@ -69,6 +72,8 @@ export const CreateJobBody = Type.Object({
   not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
   max_records_per_minute: Type.Optional(Nullable(MaxRecordsPerMinute)),
   control_totals: Type.Optional(ControlTotals),
+  on_drift: Type.Optional(Choice(ON_DRIFT, 'A record whose account is already imported with other data: `warn` (default) adds '
+    + '`account_differs` warnings to its result; `fail` fails it at step account with `account_differs`.')),
 }, { $id: 'CreateMigrationJobRequest', additionalProperties: false });
 export type CreateJobBody = Static<typeof CreateJobBody>;
 
@@ -94,6 +99,7 @@ export const Job = Type.Object({
   import_supplier: Type.String(),
   operations_team_name: Type.String(),
   dry_run: Type.Boolean(),
+  on_drift: Choice(ON_DRIFT, 'What a record whose account is already imported with other data does: warn or fail.'),
   state: Choice(JOB_STATES, 'paused: the job was paused (pause/), or its supplier is paused; records in flight finish, no other starts.'),
   paused: Type.Boolean({ description: 'Paused by pause/ (resume/ undoes it). false while only the supplier is paused.' }),
   max_records_per_minute: Nullable(MaxRecordsPerMinute),
@@ -103,6 +109,7 @@ export const Job = Type.Object({
   started_at: Nullable(Type.String(), 'When the job was started (UTC).'),
   finished_at: Nullable(Type.String(), 'When the job completed or was cancelled (UTC).'),
   counts: JobCounts,
+  records_with_warnings: Type.Integer({ description: 'Records whose result has warnings (an already imported account that differs).' }),
   errors_by_code: Type.Array(ErrorCount, { description: 'The first error of each failed record, by code, largest first.' }),
   records_per_minute: Type.Number({ description: 'Records finished per minute over the last five minutes, or since the job began running when that is shorter (at least half a minute).' }),
   eta_seconds: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'Seconds until the records left are done at the current rate; null when unknown or nothing is left.' }),
@@ -135,6 +142,19 @@ export const RecordError = Type.Object({
 });
 export type RecordError = Static<typeof RecordError>;
 
+const DriftValue = Type.Unsafe<string | number | boolean | null>({
+  type: ['string', 'number', 'boolean', 'null'], description: 'A stored or sent value; null when there is none.',
+});
+
+export const RecordWarning = Type.Object({
+  code: Type.Literal('account_differs'),
+  attr: Type.String({ description: 'Dot path from the record: account.supply_addresses.0.supply_points.0.identifier.' }),
+  detail: Type.String(),
+  stored: DriftValue,
+  sent: DriftValue,
+}, { $id: 'MigrationJobRecordWarning' });
+export type RecordWarning = Static<typeof RecordWarning>;
+
 export const RecordResult = Type.Object({
   line: Type.Integer({ description: 'The record\'s line number, from 1, across all uploads of the job (blank lines not counted).' }),
   external_account_number: Nullable(Type.String()),
@@ -144,6 +164,9 @@ export const RecordResult = Type.Object({
   service_account_number: Nullable(Type.String()),
   dry_run: Type.Boolean(),
   errors: Type.Array(RecordError),
+  warnings: Type.Array(RecordWarning, {
+    maxItems: 20, description: 'What differs between the record and the account already imported, field by field (at most 20).',
+  }),
   finished_at: Nullable(Type.String(), 'UTC, YYYY-MM-DDTHH:MM:SSZ.'),
 }, { $id: 'MigrationJobRecordResult' });
 export type RecordResult = Static<typeof RecordResult>;
@@ -154,4 +177,4 @@ export const RecordsQuery = Type.Object({
 export type RecordsQuery = Static<typeof RecordsQuery>;
 
 export const CSV_COLUMNS = ['line', 'external_account_number', 'outcome', 'step', 'service_account_number',
-  'error_code', 'error_attr', 'error_detail', 'error_count'] as const;
+  'error_code', 'error_attr', 'error_detail', 'error_count', 'warning_count', 'first_warning_code'] as const;

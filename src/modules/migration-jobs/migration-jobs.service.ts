@@ -21,6 +21,8 @@ import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
 import { recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
 import { parseLine } from './record-line.ts';
+import { recordFailedEvent } from './record-failed-event.ts';
+import { recordEvents } from '../events/events.repository.ts';
 
 // Migration jobs (D11): create, upload, start, cancel, retry, read. The records themselves are run by
 // the queue workers (migration-jobs.worker.ts, record-pipeline.ts).
@@ -66,7 +68,7 @@ export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Pr
   }
   const id = randomUUID();
   await repo.insertJob(db, {
-    id, supplierId: supplier.id, teamId: team.id, dryRun: body.dry_run === true, notBefore, notAfter,
+    id, supplierId: supplier.id, teamId: team.id, dryRun: body.dry_run === true, onDrift: body.on_drift ?? 'warn', notBefore, notAfter,
     maxRecordsPerMinute: body.max_records_per_minute ?? null, controlTotals: body.control_totals ?? {},
   });
   return jobView(db, (await repo.findJob(db, id))!);
@@ -114,8 +116,8 @@ function rateWindowMinutes(row: repo.JobRow): number {
 
 /** The job as D11 shows it: counts, errors by code, rate and ETA from the records' indexes. */
 export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
-  const [counts, errors, recent] = [await repo.countsOf(db, row.id), await repo.errorsByCode(db, row.id),
-    await repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES)];
+  const [counts, errors, recent, warned] = [await repo.countsOf(db, row.id), await repo.errorsByCode(db, row.id),
+    await repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES), await repo.countWithWarnings(db, row.id)];
   const perMinute = Math.round((recent / rateWindowMinutes(row)) * 10) / 10;
   const left = counts.pending + counts.running;
   const active = isActive(row.state);
@@ -124,6 +126,7 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
     import_supplier: row.supplier_code,
     operations_team_name: row.operations_team_name,
     dry_run: row.dry_run,
+    on_drift: row.on_drift,
     state: shownState(row),
     paused: row.paused,
     max_records_per_minute: row.max_records_per_minute,
@@ -133,6 +136,7 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
     started_at: row.started_at ? utcSeconds(row.started_at) : null,
     finished_at: row.finished_at ? utcSeconds(row.finished_at) : null,
     counts,
+    records_with_warnings: warned,
     errors_by_code: errors,
     records_per_minute: perMinute,
     eta_seconds: active && left > 0 && perMinute > 0 ? Math.ceil((left / perMinute) * 60) : null,
@@ -249,6 +253,10 @@ async function writeBatch(deps: JobsDeps, jobId: string, lines: HashedLine[], up
         { hashState: last.hashAfter, overlapped, apiKeyId: upload.apiKeyId });
     }
     upload.linesBefore = job.total_lines + records.length;
+    const failed = records.flatMap((r) => (r.outcome === 'failed'
+      ? [recordFailedEvent(job.supplier_id, jobId, { line: r.line, externalAccountNumber: r.external_account_number, step: r.step ?? 'parse', errors: r.errors })]
+      : []));
+    await recordEvents(trx, failed);
     return { count: records.length, total: job.total_lines + records.length };
   });
 }
@@ -353,6 +361,7 @@ function resultOf(row: repo.RecordRow, dryRun: boolean): RecordResult {
     service_account_number: row.service_account_number,
     dry_run: dryRun,
     errors: row.errors,
+    warnings: row.warnings,
     finished_at: row.finished_at ? utcSeconds(row.finished_at) : null,
   };
 }
@@ -383,6 +392,6 @@ export async function streamResults(
 function csvRow(r: RecordResult): string {
   const first = r.errors[0];
   const cells = [r.line, r.external_account_number, r.outcome, r.step, r.service_account_number,
-    first?.code, first?.attr, first?.detail, r.errors.length];
+    first?.code, first?.attr, first?.detail, r.errors.length, r.warnings.length, r.warnings[0]?.code];
   return `${cells.map(csvCell).join(',')}\r\n`;
 }

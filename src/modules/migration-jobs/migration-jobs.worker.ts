@@ -5,6 +5,7 @@ import type { StagingWriter } from '../account-imports/staging-writer.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { recordEvent } from '../events/events.repository.ts';
 import * as repo from './migration-jobs.repository.ts';
+import { finishFailedRecord } from './record-failed-event.ts';
 import { runRecord, type PipelineDeps } from './record-pipeline.ts';
 import { isActive } from './migration-jobs.schemas.ts';
 
@@ -177,10 +178,13 @@ async function runRecordJob(
     logger.warn({ job_id: job.id, line: record.line, code: result.errors[0]?.code, retry: retryCount + 1 }, 'migration record hit a transient failure; the queue retries it');
     throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
   }
-  const { othersPending } = await repo.finishRecord(db, job.id, record.line, {
-    outcome: result.kind === 'transient' ? 'failed' : result.outcome,
-    step: result.step, created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors,
-  });
+  const outcome = result.kind === 'transient' ? 'failed' : result.outcome;
+  const finished = { created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors, warnings: result.warnings };
+  const { othersPending } = outcome === 'failed'
+    ? await finishFailedRecord(db, { id: job.id, supplierId: job.supplier_id }, {
+      line: record.line, externalAccountNumber: record.external_account_number, step: result.step ?? 'account', ...finished,
+    })
+    : await repo.finishRecord(db, job.id, record.line, { outcome, step: result.step, ...finished });
   // Records still pending: this is not the job's end, and one round trip less a record. Seen
   // without: the job may be ending, so it is looked at again after this commit.
   if (!othersPending) await finishIfDone(db, job.id);
@@ -192,9 +196,11 @@ async function runRecordJob(
  */
 async function giveUpRecord(db: Kysely<Database>, data: { job_id: string; line: number }, config: JobsWorkerConfig): Promise<void> {
   const record = await repo.claimRecord(db, data.job_id, data.line);
-  if (!record) return;
-  await repo.finishRecord(db, data.job_id, data.line, {
-    outcome: 'failed', step: record.step ?? 'account', created: record.created, serviceAccountNumber: record.service_account_number,
+  const job = record ? await repo.findJob(db, data.job_id) : undefined;
+  if (!record || !job) return;
+  await finishFailedRecord(db, { id: job.id, supplierId: job.supplier_id }, {
+    line: data.line, externalAccountNumber: record.external_account_number, step: record.step ?? 'account',
+    created: record.created, serviceAccountNumber: record.service_account_number,
     errors: [{ code: 'service_unavailable', attr: 'non_field_errors', detail: `The record could not be run after ${config.jobRetryLimit + 1} tries (a worker stopped or the store was unavailable).` }],
   });
   await finishIfDone(db, data.job_id);

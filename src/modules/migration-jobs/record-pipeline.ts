@@ -18,8 +18,9 @@ import { CreateStatementsBody } from '../statements/statements.schemas.ts';
 import { importStatements } from '../statements/statements.service.ts';
 import { CreateTransactionsBody } from '../transactions/transactions.schemas.ts';
 import { importTransactions } from '../transactions/transactions.service.ts';
+import { findAccountDrift } from '../accounts/account-drift.ts';
 import { markRecordCreated, type RecordRow, type WorkerJobRow } from './migration-jobs.repository.ts';
-import type { RecordError, RecordStep } from './migration-jobs.schemas.ts';
+import type { RecordError, RecordStep, RecordWarning } from './migration-jobs.schemas.ts';
 
 // One record of a migration job (D11), step by step, each step through the service of its endpoint:
 // the same validation (the endpoint's own body schema), the same rules, codes and transactions. The
@@ -38,9 +39,10 @@ export interface PipelineDeps {
   log: { error(obj: object, msg: string): void };
 }
 
+/** `warnings`: how the record differs from its account when that was imported before (drift). */
 export type RecordRun =
-  | { kind: 'done'; outcome: 'succeeded' | 'skipped' | 'failed'; step: RecordStep | null; created: boolean | null; serviceAccountNumber: string | null; errors: RecordError[] }
-  | { kind: 'transient'; step: RecordStep; created: boolean | null; serviceAccountNumber: string | null; errors: RecordError[] };
+  | { kind: 'done'; outcome: 'succeeded' | 'skipped' | 'failed'; step: RecordStep | null; created: boolean | null; serviceAccountNumber: string | null; errors: RecordError[]; warnings: RecordWarning[] }
+  | { kind: 'transient'; step: RecordStep; created: boolean | null; serviceAccountNumber: string | null; errors: RecordError[]; warnings: RecordWarning[] };
 
 /** Failures worth retrying as they are: the same request may well succeed a little later. */
 export const TRANSIENT_CODES = new Set(['concurrency_limit_exceeded', 'payment_vendor_unavailable', 'service_unavailable', 'account_import_in_progress']);
@@ -71,6 +73,7 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
   };
   let created: boolean | null = row.created;
   let number: string | null = row.service_account_number;
+  let warnings: RecordWarning[] = [];
   try {
     // 1. The account: validated (D5), staged, created with the job's team and dry_run.
     const account = record.account as AccountData;
@@ -90,6 +93,9 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
       imported = true;
       created ??= false;
     }
+    // Staging refused: the account was imported before (by this record's earlier try, or by
+    // anything else). What the record sends is compared with what was stored.
+    if (imported) warnings = await driftOf(deps, job, account);
     if (!imported) {
       try {
         const made = await createAccount({
@@ -102,16 +108,17 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
         created = true;
       } catch (error) {
         if (error instanceof AppError && error.code === 'dry_run_rolled_back') {
-          return { kind: 'done', outcome: 'succeeded', step: null, created: false, serviceAccountNumber: null, errors: [] };
+          return { kind: 'done', outcome: 'succeeded', step: null, created: false, serviceAccountNumber: null, errors: [], warnings };
         }
         const known = alreadyImportedNumber(error);
         if (known === null) throw asStepFailure('account', error, 'account');
         number = known;
         created ??= false;
+        warnings = await driftOf(deps, job, account);
       }
     }
     // 3. A dry run imports nothing else.
-    if (job.dry_run) return { kind: 'done', outcome: 'succeeded', step: null, created: false, serviceAccountNumber: number, errors: [] };
+    if (job.dry_run) return { kind: 'done', outcome: 'succeeded', step: null, created: false, serviceAccountNumber: number, errors: [], warnings };
 
     // 2. The account's history, statements first (they close periods).
     const base = { import_supplier: job.supplier_code, external_account_number: ext };
@@ -134,17 +141,29 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
       await runStep('payment_instruction', CreatePaymentInstructionBody, body, 'payment_instruction',
         () => createPaymentInstruction(deps.db, caller, body as CreatePaymentInstructionBody));
     }
-    return { kind: 'done', outcome: 'succeeded', step: null, created, serviceAccountNumber: number, errors: [] };
+    return { kind: 'done', outcome: 'succeeded', step: null, created, serviceAccountNumber: number, errors: [], warnings };
   } catch (error) {
-    if (error instanceof Skipped) return { kind: 'done', outcome: 'skipped', step: null, created: null, serviceAccountNumber: null, errors: [] };
+    if (error instanceof Skipped) return { kind: 'done', outcome: 'skipped', step: null, created: null, serviceAccountNumber: null, errors: [], warnings };
     const failure = error instanceof StepFailure ? error : asStepFailure('account', error, 'account');
     if (failure.unexpected !== undefined) {
       deps.log.error({ err: failure.unexpected, job_id: job.id, line: row.line, step: failure.step }, 'migration record failed unexpectedly');
     }
     return failure.transient
-      ? { kind: 'transient', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors }
-      : { kind: 'done', outcome: 'failed', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors };
+      ? { kind: 'transient', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors, warnings }
+      : { kind: 'done', outcome: 'failed', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors, warnings };
   }
+}
+
+/**
+ * How the record's account data differs from the account imported before: warnings, or with the
+ * job's on_drift `fail`, the record's failure at step account (account_differs, one error a difference).
+ */
+async function driftOf(deps: PipelineDeps, job: WorkerJobRow, account: AccountData): Promise<RecordWarning[]> {
+  const drift = await findAccountDrift(deps.db, job.supplier_id, account);
+  if (drift.length > 0 && job.on_drift === 'fail') {
+    throw new StepFailure('account', drift.map(({ code, attr, detail }) => ({ code, attr, detail })), false);
+  }
+  return drift;
 }
 
 class Skipped extends Error {}

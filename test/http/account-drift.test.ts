@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { stageAndCreate, waitUntil } from '../support/imports.ts';
+import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
+import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
+
+// Drift: a migration-job record naming an account that is already imported is compared with what
+// was stored; each difference is an account_differs warning on its result (on_drift warn, the
+// default), or fails the record at step account (on_drift fail).
+
+const t = await buildTestApp({ WORKER_CONCURRENCY: '2' });
+const BASE = '/v1/data-import/migration-jobs/';
+const POINT = 'account.supply_addresses.0.supply_points.0.identifier';
+
+async function runJob(tenant: Tenant, records: object[], extra: Record<string, unknown> = {}) {
+  const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, ...extra } });
+  assert.equal(created.status, 201, created.body);
+  const id: string = created.json.id;
+  const uploaded = await t.app.inject({
+    method: 'POST', url: `${BASE}${id}/records/`, payload: records.map((r) => JSON.stringify(r)).join('\n'),
+    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' },
+  });
+  assert.equal(uploaded.statusCode, 200, uploaded.body);
+  assert.equal((await call(t.app, 'POST', `${BASE}${id}/start/`, { token: tenant.token })).status, 200);
+  const job = async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json;
+  await waitUntil(async () => (await job()).state === 'completed', `job ${id} completed`, 60_000);
+  const results = await t.app.inject({ method: 'GET', url: `${BASE}${id}/records/`, headers: { authorization: `Token ${tenant.token}` } });
+  const csv = await t.app.inject({ method: 'GET', url: `${BASE}${id}/records/`, headers: { authorization: `Token ${tenant.token}`, accept: 'text/csv' } });
+  return { job: await job(), results: results.body.split('\n').filter(Boolean).map((l) => JSON.parse(l)), csv: csv.body.trimEnd().split('\r\n') };
+}
+
+/** An imported account, and the same data with its meter point, first email and billing street changed. */
+async function importedAndChanged(tenant: Tenant) {
+  const { payload, number } = await stageAndCreate(t, tenant);
+  const changed: AccountData = structuredClone(payload);
+  const point = changed.supply_addresses[0]!.supply_points[0]! as { identifier: string };
+  point.identifier = `${point.identifier}9`;
+  changed.customers[0]!.email = 'someone.else@example.com';
+  changed.billing_address.street_address = '99 Other Street';
+  return { payload, changed, number };
+}
+
+describe('drift of an already imported account', () => {
+  test('on_drift warn: each changed field is a warning with its attr, stored and sent values; the record succeeds', async () => {
+    const tenant = await createTenant(t);
+    const { payload, changed, number } = await importedAndChanged(tenant);
+    // The same data with its postcode written differently is no drift: it is compared normalised.
+    const same = await stageAndCreate(t, tenant);
+    const sameSent = structuredClone(same.payload);
+    sameSent.billing_address.postal_code = sameSent.billing_address.postal_code.toLowerCase().replace(' ', '');
+
+    const { job, results, csv } = await runJob(tenant, [{ account: changed }, { account: sameSent }]);
+    assert.equal(job.on_drift, 'warn');
+    assert.equal(job.records_with_warnings, 1);
+    assert.equal(job.counts.succeeded, 2);
+    const [drifted, unchanged] = results;
+    assert.equal(drifted.outcome, 'succeeded');
+    assert.equal(drifted.created, false);
+    assert.equal(drifted.service_account_number, number);
+    const sentPoint = (changed.supply_addresses[0]!.supply_points[0] as { identifier: string }).identifier;
+    const storedPoint = (payload.supply_addresses[0]!.supply_points[0] as { identifier: string }).identifier;
+    assert.deepEqual(drifted.warnings.map((w: any) => [w.code, w.attr, w.stored, w.sent]), [
+      ['account_differs', 'account.billing_address.street_address', payload.billing_address.street_address, '99 Other Street'],
+      ['account_differs', 'account.customers.0.email', payload.customers[0]!.email, 'someone.else@example.com'],
+      ['account_differs', POINT, storedPoint, sentPoint],
+    ]);
+    assert.equal(drifted.warnings[2].detail,
+      `Account "${changed.external_account_number}" is already imported with "${storedPoint}" here; this record sends "${sentPoint}". The stored account is kept as it is.`);
+    assert.deepEqual(unchanged.warnings, []);
+    assert.equal(unchanged.outcome, 'succeeded');
+
+    assert.equal(csv[0], 'line,external_account_number,outcome,step,service_account_number,error_code,error_attr,error_detail,error_count,warning_count,first_warning_code');
+    assert.equal(csv[1], `1,${changed.external_account_number},succeeded,,${number},,,,0,3,account_differs`);
+    assert.equal(csv[2], `2,${same.payload.external_account_number},succeeded,,${same.number},,,,0,0,`);
+
+    // The stored account was kept as it was.
+    const read = await call(t.app, 'GET', `/v1/data-import/accounts/${tenant.supplier}/${payload.external_account_number}/`, { token: tenant.token });
+    assert.equal(read.json.billing_address.street_address, payload.billing_address.street_address);
+  });
+
+  test('on_drift fail: the record fails at step account with account_differs, one error a difference', async () => {
+    const tenant = await createTenant(t);
+    const { changed, number } = await importedAndChanged(tenant);
+    const { job, results } = await runJob(tenant, [{ account: changed }], { on_drift: 'fail' });
+    assert.equal(job.on_drift, 'fail');
+    assert.equal(job.counts.failed, 1);
+    assert.equal(job.records_with_warnings, 0);
+    assert.deepEqual(job.errors_by_code, [{ code: 'account_differs', count: 1 }]);
+    const [record] = results;
+    assert.equal(record.outcome, 'failed');
+    assert.equal(record.step, 'account');
+    assert.equal(record.service_account_number, number);
+    assert.deepEqual(record.errors.map((e: any) => [e.code, e.attr]), [
+      ['account_differs', 'account.billing_address.street_address'], ['account_differs', 'account.customers.0.email'], ['account_differs', POINT],
+    ]);
+    assert.deepEqual(record.warnings, []);
+  });
+
+  test('a new account has no warnings, and on_drift must be warn or fail', async () => {
+    const tenant = await createTenant(t);
+    const refused = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, on_drift: 'ignore' } });
+    assert.equal(refused.status, 400, refused.body);
+    assert.deepEqual(refused.json.errors.map((e: any) => [e.code, e.attr]), [['invalid_choice', 'on_drift']]);
+    const { payload } = await stageAndCreate(t, tenant);
+    const fresh = structuredClone(payload);
+    fresh.external_account_number = `${payload.external_account_number}-new`;
+    for (const address of fresh.supply_addresses) {
+      for (const point of address.supply_points) if (point.supply_type === 'ELECTRICITY') point.identifier = `${point.identifier}N`;
+    }
+    const { job, results } = await runJob(tenant, [{ account: fresh }]);
+    assert.equal(results[0].outcome, 'succeeded', JSON.stringify(results[0]));
+    assert.equal(results[0].created, true);
+    assert.deepEqual(results[0].warnings, []);
+    assert.equal(job.records_with_warnings, 0);
+  });
+});
