@@ -3,6 +3,7 @@ import { after, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { buildApp } from '../../src/app.ts';
+import { EVENT_TYPES } from '../../src/modules/events/event-types.ts';
 import { deliverOnce } from '../../src/modules/webhooks/webhook-delivery.ts';
 import { insertPing } from '../../src/modules/webhooks/webhooks.repository.ts';
 import { waitUntil } from '../support/imports.ts';
@@ -78,8 +79,7 @@ describe('webhook endpoints: create, read, change, delete', () => {
 
   test('the body is checked: url required and absolute, events from the list, unknown fields refused', async () => {
     const tenant = await createTenant(t);
-    const choices = 'import_process.staged, import_process.completed, import_process.failed, import_process.dry_run_completed, '
-      + 'import_process.dry_run_failed, post_import.completed, migration_job.completed, migration_job.cancelled';
+    const choices = EVENT_TYPES.join(', ');
     const cases: Array<[unknown, unknown]> = [
       [{}, field('required', 'This field is required.', 'url', 'invalid')],
       [{ url: 'hooks.acme.example/x' }, field('invalid', 'Enter an absolute http or https URL.', 'url')],
