@@ -1,4 +1,5 @@
 import { AppError, type FieldError } from './errors.ts';
+import { normaliseDecimal } from './decimal-text.ts';
 
 // An imported history item (a transaction, a statement, a payment instruction) sent again under the
 // identifier of one already stored: only an exact repeat is "already existing". Anything else would be
@@ -38,7 +39,7 @@ export function conflictError(errors: FieldError[]): AppError {
 function same({ stored, sent, as = 'value' }: ComparedField): boolean {
   const [a, b] = [stored ?? null, sent ?? null];
   if (a === null || b === null) return a === b;
-  if (as === 'money') return normalDecimal(String(a)) === normalDecimal(String(b));
+  if (as === 'money') return moneyText(a) === moneyText(b);
   if (as === 'json') return canonicalJson(a) === canonicalJson(b);
   return a === b;
 }
@@ -52,24 +53,18 @@ function detailOf(item: string, { name, stored, sent, as = 'value' }: ComparedFi
 /** A value as a detail shows it: short words bare, other text quoted, money with two decimals; undefined when too big to show. */
 function shown(value: unknown, as: ComparedAs): string | undefined {
   if (value === null || value === undefined) return 'none';
-  if (as === 'money') return twoDecimals(normalDecimal(String(value)));
+  if (as === 'money') return moneyText(value);
   if (typeof value !== 'string' || value.length > 100) return undefined;
   return /^[\w.:+-]+$/.test(value) ? value : JSON.stringify(value);
 }
 
-/** A decimal string without leading zeros, trailing fraction zeros or a negative zero: "010.50" is "10.5", "-0.00" is "0". */
-export function normalDecimal(text: string): string {
-  const match = /^([+-]?)(\d*)(?:\.(\d*))?$/.exec(text.trim());
-  if (!match) return text;
-  const whole = match[2]!.replace(/^0+(?=\d)/, '') || '0';
-  const fraction = (match[3] ?? '').replace(/0+$/, '');
-  const sign = match[1] === '-' && (whole !== '0' || fraction !== '') ? '-' : '';
-  return `${sign}${whole}${fraction ? `.${fraction}` : ''}`;
-}
-
-function twoDecimals(normal: string): string {
-  const [whole, fraction = ''] = normal.split('.');
-  return `${whole}.${fraction.padEnd(2, '0')}`;
+/** Money as one text: two decimals at least ("10" and "10.0" are "10.00"); text that is no decimal stays as it is. */
+function moneyText(value: unknown): string {
+  try {
+    return normaliseDecimal(String(value));
+  } catch {
+    return String(value);
+  }
 }
 
 /** JSON with object keys sorted at every level: jsonb does not keep the order a client sent. */

@@ -436,3 +436,75 @@ async function freePort(): Promise<number> {
   await new Promise((resolve) => probe.close(resolve));
   return port;
 }
+
+// reconcile: its exit status is what a go-live script reads: 0 balanced, 1 differs or not finished
+// (or refused), 2 usage or no service.
+/** Runs a file of `lines` records (every third failing when `failing`) with the client; the job id. */
+async function runBook(name: string, lines: number, failing: boolean): Promise<{ id: string; lines: string[] }> {
+  const { path, lines: written } = await file(name, lines, failing);
+  const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--json');
+  assert.equal(run.status, failing ? 1 : 0, run.stderr);
+  return { id: JSON.parse(run.stdout).job.id as string, lines: written };
+}
+
+const HEADER = '  measure                 control  file  migrated  verdict';
+
+describe('import-migrate reconcile', () => {
+  test('a balanced job: the table, exit 0; --json is the report', async () => {
+    const { id } = await runBook('reconcile-good.ndjson', 3, false);
+    const run = await migrateCli('reconcile', id);
+    assert.equal(run.status, 0, run.stderr);
+    const lines = run.stdout.split('\n');
+    assert.equal(lines[0], `Job ${id} (${tenant.supplier}) completed: BALANCED`);
+    assert.match(lines[1]!, new RegExp(`^File: 3 lines \\(0 unparsable\\), sha256 [0-9a-f]{64}, uploaded by ${tenant.apiKey.split('.')[0]}$`));
+    assert.equal(lines[2], HEADER);
+    assert.equal(lines[3], '  accounts                      -     3         3  not_declared');
+    assert.equal(lines[11], '  balance_total                 -  0.00      0.00  not_declared');
+    assert.equal(lines[13], 'Exceptions: 0');
+    const json = await migrateCli('reconcile', id, '--json');
+    assert.equal(json.status, 0, json.stderr);
+    const report = JSON.parse(json.stdout);
+    assert.equal(report.job_id, id);
+    assert.equal(report.verdict, 'balanced');
+  });
+
+  test('a job that differs: exit 1, and --csv FILE writes the exceptions', async () => {
+    const { id, lines } = await runBook('reconcile-mixed.ndjson', 3, true);
+    const csv = join(dir, 'exceptions.csv');
+    const run = await migrateCli('reconcile', id, '--csv', csv);
+    assert.equal(run.status, 1, run.stderr);
+    assert.equal(run.stdout.split('\n')[0], `Job ${id} (${tenant.supplier}) completed: DIFFERS`);
+    assert.ok(run.stdout.includes('\n  accounts                      -     3         2  differs\n'), run.stdout);
+    assert.match(run.stdout, new RegExp(`\nExceptions: 1 \\(written to ${csv.replace(/[.]/g, '\\.')}\\)\n$`));
+    const ext = JSON.parse(lines[2]!).account.external_account_number as string;
+    assert.equal(readFileSync(csv, 'utf8'), `line,external_account_number,measure,file,migrated\r\n3,${ext},not_migrated,,\r\n`);
+  });
+
+  test('a job not finished is incomplete: exit 1', async () => {
+    const job = await request(server.url, 'POST', BASE, {
+      token: await token(), body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, control_totals: { accounts: 10 } },
+    });
+    assert.equal(job.status, 201, job.text);
+    const run = await migrateCli('reconcile', job.json.id);
+    assert.equal(run.status, 1, run.stderr);
+    assert.equal(run.stdout.split('\n')[0], `Job ${job.json.id} (${tenant.supplier}) open: INCOMPLETE`);
+    assert.ok(run.stdout.includes('\n  accounts                     10     0         0  differs\n'), run.stdout);
+  });
+
+  test('usage errors and an unreachable service exit 2; an unknown job is refused with 1', async () => {
+    const missing = await migrateCli('reconcile');
+    assert.equal(missing.status, 2);
+    assert.equal(missing.stderr, 'import-migrate: missing JOB; usage: import-migrate reconcile JOB [--csv FILE]\n');
+    const noFile = await migrateCli('reconcile', '00000000-0000-4000-8000-000000000000', '--csv');
+    assert.equal(noFile.status, 2);
+    assert.match(noFile.stderr, /^import-migrate: Option '--csv' argument is ambiguous/);
+    const stray = await migrateCli('reconcile', '00000000-0000-4000-8000-000000000000', '--outcome', 'failed');
+    assert.equal(stray.status, 2);
+    assert.equal(stray.stderr, 'import-migrate: --outcome does not apply to reconcile; usage: import-migrate reconcile JOB [--csv FILE]\n');
+    const down = await cli(['reconcile', '00000000-0000-4000-8000-000000000000', '--url', 'http://127.0.0.1:9']);
+    assert.equal(down.status, 2, down.stderr);
+    const unknown = await migrateCli('reconcile', '00000000-0000-4000-8000-000000000000');
+    assert.equal(unknown.status, 1);
+    assert.match(unknown.stderr, /^import-migrate: .*No migration job "00000000-0000-4000-8000-000000000000"\..*\n$/);
+  });
+});

@@ -1,5 +1,7 @@
 import type { Job } from './api-session.ts';
-import type { FailureSplit } from './watch.ts';
+
+/** A job's failed records: before its account existed (the line or the account step), or on an existing account. */
+export interface FailureSplit { before_account: number; after_account: number }
 
 // How numbers, sizes and durations read in import-migrate's output. Fixed to en-GB grouping so that
 // output (and the tests that read it) does not change with the machine's locale.

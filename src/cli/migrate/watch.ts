@@ -2,6 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { dataOf, type ApiSession, type Job, type RecordResult } from './api-session.ts';
+import type { FailureSplit } from './format.ts';
 import type { Progress } from './progress.ts';
 
 // Following a job to its end by polling GET migration-jobs/<id>/ (D12). Ctrl-C stops the watching
@@ -72,7 +73,6 @@ export async function streamResults(
  * or the account step failed, so no service account number), or on an account that exists, where a
  * later step (part of its history) failed.
  */
-export interface FailureSplit { before_account: number; after_account: number }
 
 /**
  * Reads the job's failed results once: counts them by FailureSplit and, given the run's FILE, writes

@@ -5,7 +5,7 @@ import { csvCell } from '../../core/csv.ts';
 import { addDecimals, normaliseDecimal } from '../../core/decimal-text.ts';
 import { ResumableSha256 } from '../../core/resumable-sha256.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
-import { COUNT_MEASURES, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
+import { COUNT_MEASURES, isFinished, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
 import { jobView, requireJob } from './migration-jobs.service.ts';
 import * as repo from './reconciliation.repository.ts';
 import {
@@ -20,7 +20,6 @@ type Db = Kysely<Database>;
 type Figures = Record<Measure, number | string>;
 
 const PAGE = 500;
-const FINISHED = new Set(['completed', 'cancelled']);
 const isMoney = (measure: Measure) => (MONEY_MEASURES as readonly string[]).includes(measure);
 
 function sameFigure(measure: Measure, a: number | string, b: number | string): boolean {
@@ -61,7 +60,7 @@ export async function reconcile(db: Db, caller: Caller, id: string): Promise<Rec
     for (const m of MONEY_MEASURES) migrated[m] = addDecimals(migrated[m] as string, row.migrated[m]);
   }
   const measures = MEASURES.map((m) => measureLine(m, totals.control_totals[m], totals[m], migrated[m]));
-  const verdict = !FINISHED.has(job.state) ? 'incomplete' : measures.some((m) => m.verdict === 'differs') ? 'differs' : 'balanced';
+  const verdict = !isFinished(job.state) ? 'incomplete' : measures.some((m) => m.verdict === 'differs') ? 'differs' : 'balanced';
   return {
     job_id: job.id,
     import_supplier: job.supplier_code,
