@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { COUNT_MEASURES, MONEY_MEASURES } from './migration-jobs.schemas.ts';
 
 // Reconciliation (migrations/019_migration_job_totals.sql): the file totals a job's uploads keep, and
 // what the store holds for the items its records carry, read by their own keys.
@@ -80,16 +81,14 @@ const MEASURE_JSON = (p: string) => sql.raw(`jsonb_build_object('accounts', ${p}
   'statements_gross_total', ${p}statements_gross_total::text)`);
 
 /**
- * One keyset page of the job's records with both sides of each measure. The store's side is read by
- * the items' own keys, never from the record's outcome: the account by the supplier and its external
- * account number; statements by statement_id and transactions by transaction_id within it; notes by
- * body, as a re-run recognises them; the balance from every transaction the account holds (the
- * account read's balance, summed again rather than taken from the kept column).
+ * Each of the job's records with both sides of each measure: `f.` what its line holds, `s.` what the
+ * store holds, `a.id` its account. The store's side is read by the items' own keys, never from the
+ * record's outcome: the account by the supplier and its external account number; statements by
+ * statement_id and transactions by transaction_id within it; notes by body, as a re-run recognises
+ * them; the balance from every transaction the account holds (the account read's balance, summed
+ * again rather than taken from the kept column).
  */
-export async function recordMeasuresPage(db: Db, jobId: string, supplierId: number, afterLine: number, limit: number): Promise<RecordMeasuresRow[]> {
-  const { rows } = await sql<RecordMeasuresRow>`SELECT r.line, r.external_account_number, a.id IS NOT NULL AS found,
-      ${MEASURE_JSON('f.')} AS file, ${MEASURE_JSON('s.')} AS migrated
-    FROM migration_job_records AS r
+const measuredRecords = (jobId: string, supplierId: number) => sql`migration_job_records AS r
     CROSS JOIN LATERAL migration_record_file_measures(r.record) AS f
     LEFT JOIN LATERAL (SELECT id FROM accounts WHERE r.record IS NOT NULL AND supplier_id = ${supplierId}
       AND external_account_number = r.external_account_number LIMIT 1) AS a ON true
@@ -109,7 +108,29 @@ export async function recordMeasuresPage(db: Db, jobId: string, supplierId: numb
       FROM (SELECT count(*)::int AS n, COALESCE(sum(y.gross_amount), 0) AS gross FROM statements AS y WHERE y.account_id = a.id
         AND y.statement_id IN (SELECT i.v->>'statement_id' FROM jsonb_items_of(r.record->'statements') AS i(v))) AS st
     ) AS s
-    WHERE r.job_id = ${jobId}::uuid AND r.line > ${afterLine}
+    WHERE r.job_id = ${jobId}::uuid`;
+
+
+/** One keyset page of the job's records, in line order, with both sides of each measure. */
+export async function recordMeasuresPage(db: Db, jobId: string, supplierId: number, afterLine: number, limit: number): Promise<RecordMeasuresRow[]> {
+  const { rows } = await sql<RecordMeasuresRow>`SELECT r.line, r.external_account_number, a.id IS NOT NULL AS found,
+      ${MEASURE_JSON('f.')} AS file, ${MEASURE_JSON('s.')} AS migrated
+    FROM ${measuredRecords(jobId, supplierId)} AND r.line > ${afterLine}
     ORDER BY r.line LIMIT ${limit}`.execute(db);
   return rows;
+}
+
+/**
+ * The store's side of every measure summed over the job's records, and the number of exception lines
+ * they make (one for a record the store does not hold, else one per measure that differs), in one
+ * statement: the sums of money are numeric in SQL and reach JS as text, so nothing passes a float.
+ */
+export async function migratedTotals(db: Db, jobId: string, supplierId: number): Promise<Measured & { exceptions: number }> {
+  const sums = sql.raw([...COUNT_MEASURES.map((c) => `COALESCE(sum(s.${c}), 0)::int AS ${c}`),
+    ...MONEY_MEASURES.map((c) => `COALESCE(sum(s.${c}), 0)::text AS ${c}`)].join(', '));
+  const differing = sql.raw([...COUNT_MEASURES, ...MONEY_MEASURES].map((c) => `(f.${c} <> s.${c})::int`).join(' + '));
+  const { rows } = await sql<Measured & { exceptions: number }>`SELECT ${sums},
+      COALESCE(sum(CASE WHEN a.id IS NULL THEN 1 ELSE ${differing} END), 0)::int AS exceptions
+    FROM ${measuredRecords(jobId, supplierId)}`.execute(db);
+  return rows[0]!;
 }

@@ -2,10 +2,10 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Caller } from '../../core/caller.ts';
 import { csvCell } from '../../core/csv.ts';
-import { addDecimals, normaliseDecimal } from '../../core/decimal-text.ts';
+import { normaliseDecimal } from '../../core/decimal-text.ts';
 import { ResumableSha256 } from '../../core/resumable-sha256.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
-import { COUNT_MEASURES, isFinished, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
+import { isFinished, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
 import { jobView, requireJob } from './migration-jobs.service.ts';
 import * as repo from './reconciliation.repository.ts';
 import {
@@ -17,7 +17,6 @@ import {
 // from the items' own keys (reconciliation.repository.ts), never from the records' outcomes.
 
 type Db = Kysely<Database>;
-type Figures = Record<Measure, number | string>;
 
 const PAGE = 500;
 const isMoney = (measure: Measure) => (MONEY_MEASURES as readonly string[]).includes(measure);
@@ -52,13 +51,7 @@ export async function reconcile(db: Db, caller: Caller, id: string): Promise<Rec
   const job = await requireJob(db, caller, id);
   const view = await jobView(db, job);
   const totals = await repo.fileTotalsOf(db, job.id);
-  const migrated = Object.fromEntries(MEASURES.map((m) => [m, isMoney(m) ? '0' : 0])) as Figures;
-  let exceptions = 0;
-  for await (const { row, exceptions: found } of measuredRecords(db, job)) {
-    exceptions += found.length;
-    for (const m of COUNT_MEASURES) migrated[m] = (migrated[m] as number) + row.migrated[m];
-    for (const m of MONEY_MEASURES) migrated[m] = addDecimals(migrated[m] as string, row.migrated[m]);
-  }
+  const { exceptions, ...migrated } = await repo.migratedTotals(db, job.id, job.supplier_id);
   const measures = MEASURES.map((m) => measureLine(m, totals.control_totals[m], totals[m], migrated[m]));
   const verdict = !isFinished(job.state) ? 'incomplete' : measures.some((m) => m.verdict === 'differs') ? 'differs' : 'balanced';
   return {
