@@ -230,7 +230,7 @@ export interface RecordRow {
   finished_at: Date | null;
 }
 
-const RECORD_COLUMNS = sql`job_id::text AS job_id, line, external_account_number, outcome, step, created, service_account_number, errors,
+export const RECORD_COLUMNS = sql`job_id::text AS job_id, line, external_account_number, outcome, step, created, service_account_number, errors,
   warnings, attempts, finished_at`;
 
 /**
