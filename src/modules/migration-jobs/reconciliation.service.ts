@@ -48,7 +48,7 @@ export async function reconcile(db: Db, caller: Caller, id: string): Promise<Rec
   const job = await requireJob(db, caller, id);
   const view = await jobView(db, job);
   const totals = await repo.fileTotalsOf(db, job.id);
-  const { exceptions, ...migrated } = await repo.migratedTotals(db, job.id, job.supplier_id);
+  const { exceptions, ...migrated } = await db.transaction().execute((trx) => repo.migratedTotals(trx, job.id, job.supplier_id));
   const measures = MEASURES.map((m) => measureLine(m, totals.control_totals[m], totals[m], migrated[m]));
   const verdict = !isFinished(job.state) ? 'incomplete' : measures.some((m) => m.verdict === 'differs') ? 'differs' : 'balanced';
   return {
