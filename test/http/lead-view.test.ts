@@ -120,9 +120,12 @@ describe('the lead\'s view', () => {
       for (const expected of ['DIFFERS', reconciliation.file.sha256, rejected, 'Notmigrated', `${reconciliation.uploaded_by}`, 'Reconciled']) {
         assert.ok(flat.includes(expected), `the PDF lacks ${expected}: ${text.slice(0, 2000)}`);
       }
-      // Nothing cut off: the printed page is no wider than the paper.
+      // Nothing cut off: laid out for print at the width of A4 within those margins (186 mm, 703 px), nothing is wider.
       await page.emulateMedia({ media: 'print' });
-      assert.equal(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth <= (globalThis as any).innerWidth), true);
+      await page.setViewportSize({ width: 703, height: 1000 });
+      assert.deepEqual(await page.evaluate(() => [...(globalThis as any).document.querySelectorAll('main *')]
+        .filter((e: any) => e.getBoundingClientRect().right > 703.5).map((e: any) => e.outerHTML.slice(0, 80))), []);
+      assert.equal(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth), 703);
       // The only failed answers: the rejected account's import status and attempts, 404 because it was never staged.
       const notFound = 'Failed to load resource: the server responded with a status of 404 (Not Found)';
       assert.deepEqual((await problems()).sort(), [
