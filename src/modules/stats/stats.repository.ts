@@ -75,15 +75,15 @@ export async function errorGroups(db: Db, supplierId: number, maxGroups: number,
 }
 
 /**
- * Job records that failed before their account was staged: at step parse (an unreadable line), as a
- * repeat of an earlier line's account, or with no staged account of that number (validation refused it). Read per job
- * from the (job_id, outcome, line) index: failed records are few beside the rest.
+ * Job records that failed before their account was staged: refused at upload (final_at_upload: an
+ * unreadable line, a repeat of an earlier line's account), or with no staged account of that number
+ * (validation refused it). Read per job from the (job_id, outcome, line) index: failed records are
+ * few beside the rest.
  */
 export async function rejectedJobRecords(db: Db, supplierId: number): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n
     FROM migration_jobs AS j JOIN migration_job_records AS r ON r.job_id = j.id AND r.outcome = 'failed'
-    WHERE j.supplier_id = ${supplierId} AND (r.step = 'parse'
-      OR (r.errors->0->>'code' = 'duplicate' AND r.errors->0->>'attr' = 'account.external_account_number') OR NOT EXISTS (SELECT 1 FROM account_imports AS a
+    WHERE j.supplier_id = ${supplierId} AND (r.final_at_upload OR NOT EXISTS (SELECT 1 FROM account_imports AS a
       WHERE a.supplier_id = ${supplierId} AND a.external_account_number = r.external_account_number))`.execute(db);
   return rows[0]?.n ?? 0;
 }
