@@ -913,7 +913,7 @@ export interface components {
             import_supplier: string;
             /** @description The operations team the accounts are created for. */
             operations_team_name: string;
-            /** @description Validate, stage and dry-run create each account; import nothing else. */
+            /** @description A pre-flight: run every step of every record with the real rules, against the store as it is, and roll each record back. Nothing is written but the job and its results; the real run of the same file gives each record the same outcome. */
             dry_run?: boolean;
             /**
              * Format: utc-date-time

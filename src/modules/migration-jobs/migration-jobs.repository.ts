@@ -159,12 +159,27 @@ export interface NewRecord {
   final_at_upload: boolean;
 }
 
-/** Of these external account numbers, the ones a record of the job already has. */
-export async function takenAccountNumbers(trx: Transaction<Database>, jobId: string, numbers: string[]): Promise<Set<string>> {
-  if (numbers.length === 0) return new Set();
-  const { rows } = await sql<{ n: string }>`SELECT external_account_number AS n FROM migration_job_records
+/** Of these external account numbers, the ones a record of the job already has, with that record's line. */
+export async function takenAccountNumbers(trx: Transaction<Database>, jobId: string, numbers: string[]): Promise<Map<string, number>> {
+  if (numbers.length === 0) return new Map();
+  const { rows } = await sql<{ n: string; line: number }>`SELECT external_account_number AS n, line FROM migration_job_records
     WHERE job_id = ${jobId}::uuid AND NOT final_at_upload AND external_account_number = ANY(${numbers}::text[])`.execute(trx);
-  return new Set(rows.map((r) => r.n));
+  return new Map(rows.map((r) => [r.n, r.line]));
+}
+
+/** Of these electricity identifiers, the ones an earlier record of the job names, with that record's line. */
+export async function takenSupplyPoints(trx: Transaction<Database>, jobId: string, identifiers: string[]): Promise<Map<string, number>> {
+  if (identifiers.length === 0) return new Map();
+  const { rows } = await sql<{ identifier: string; line: number }>`SELECT identifier, line FROM migration_job_supply_points
+    WHERE job_id = ${jobId}::uuid AND identifier = ANY(${identifiers}::text[])`.execute(trx);
+  return new Map(rows.map((r) => [r.identifier, r.line]));
+}
+
+/** The electricity identifiers of the records accepted at upload, each with the first line that names it. */
+export async function addSupplyPoints(trx: Transaction<Database>, jobId: string, points: Array<{ identifier: string; line: number }>): Promise<void> {
+  if (points.length === 0) return;
+  await sql`INSERT INTO migration_job_supply_points (job_id, identifier, line)
+    SELECT ${jobId}::uuid, p.identifier, p.line FROM jsonb_to_recordset(${JSON.stringify(points)}::jsonb) AS p(identifier text, line int)`.execute(trx);
 }
 
 /** One multi-row insert (the batch travels as one jsonb parameter), and the job's line counter. */
