@@ -3,7 +3,10 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
+import { createWebhook } from '../../src/modules/webhooks/webhooks.service.ts';
+import { eventsOf } from '../support/events.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
 import { stageAndCreate, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
@@ -11,7 +14,7 @@ import { buildTestApp, call, createTenant, unique, type Tenant } from '../suppor
 // The pre-flight: a dry-run job runs every step of every record with the real rules, against the
 // store as it is, decides the conflicts within the file by line order, and leaves the store exactly
 // as it found it. The real run of the same file then gives every record the pre-flight's verdict.
-const t = await buildTestApp({ WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0' });
+const t = await buildTestApp({ WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
 const db = t.store.db;
 const vendor = await startFakeVendor();
 const BASE = '/v1/data-import/migration-jobs/';
@@ -40,12 +43,14 @@ const verdicts = (lines: Awaited<ReturnType<typeof runJob>>) =>
 
 /**
  * Every table of the store, each as a row count and a checksum of its rows, less the job's own rows:
- * the jobs and their records, the job's events (migration_job.* and migration_record.*) and the queue.
+ * the jobs and their records, the job's events (migration_job.* and migration_record.*), the queue
+ * (another schema), and the webhooks' fan-out cursor, which the fan-out's schedule moves over the
+ * job's own events whenever it happens to run.
  */
 async function snapshot(): Promise<Record<string, string>> {
   const { rows: tables } = await sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables
     WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`.execute(db);
-  const own = new Set(['migration_jobs', 'migration_job_records', 'migration_job_supply_points']);
+  const own = new Set(['migration_jobs', 'migration_job_records', 'migration_job_supply_points', 'webhook_fanout_cursor']);
   const out: Record<string, string> = {};
   for (const { name } of tables) {
     if (own.has(name)) continue;
@@ -160,5 +165,19 @@ describe('a dry-run job is a full pre-flight', () => {
         assert.match(r.errors[0]!.detail, /line 1 of this job/);
       }
     }
+  });
+
+  test('with a webhook taking every event, a pre-flight pushes only the job\'s own events', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver();
+    await createWebhook(db, tenant.organisation, receiver.url);
+    const bad = accountPayload(tenant.supplier);
+    bad.customers[0]!.mobile = '12';
+    await runJob(tenant, [{ account: accountPayload(tenant.supplier), notes: [{ body: 'x' }], transactions: [charge('T-1')] }, { account: bad }], true);
+    // The feed holds what was committed: the failed record and the job's end, nothing of the rehearsed steps.
+    const feed = await eventsOf(t, tenant, 2);
+    assert.deepEqual(feed.map((e) => e.type).sort(), ['migration_job.completed', 'migration_record.failed']);
+    const pushed = await receiver.waitFor(2);
+    assert.deepEqual(pushed.map((r) => JSON.parse(r.body).type).sort(), ['migration_job.completed', 'migration_record.failed']);
   });
 });
