@@ -3,6 +3,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { Database } from '../db/schema.ts';
 import { vendorLatency } from '../core/process-metrics.ts';
 import { ACCOUNT_LOCK_SPACE, SLOT_LOCK_SPACE } from '../modules/account-imports/import-locks.repository.ts';
+import { SQL_FINISHED_JOB_STATES } from '../modules/migration-jobs/job-states.ts';
 
 // Domain metrics on /metrics (D14). The figures of the migration are gauges read from the store at
 // scrape time (collect), so every instance reports the same truth however many run and whichever
@@ -47,7 +48,7 @@ export function registerDomainMetrics(registry: Registry, db: Db): void {
     ['outcome'], async (set) => {
       const { rows } = await sql<{ outcome: string; n: number }>`SELECT r.outcome, count(*)::int AS n
         FROM migration_jobs j JOIN migration_job_records r ON r.job_id = j.id
-        WHERE j.state NOT IN ('completed', 'cancelled') GROUP BY r.outcome`.execute(db);
+        WHERE j.state NOT IN (${SQL_FINISHED_JOB_STATES}) GROUP BY r.outcome`.execute(db);
       for (const outcome of ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled']) {
         set({ outcome }, rows.find((row) => row.outcome === outcome)?.n ?? 0);
       }

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { ACCOUNT_LOCK_SPACE } from '../account-imports/import-locks.repository.ts';
+import { SQL_FINISHED_JOB_STATES } from '../migration-jobs/job-states.ts';
 
 // The statistics queries (D14). None counts a supplier's accounts, so the answer costs the same at a
 // million accounts as at ten: each reads counters that triggers of migration 009 keep in the writing
@@ -77,7 +78,7 @@ export async function errorGroups(db: Db, supplierId: number, maxGroups: number,
 /** The supplier's jobs not completed or cancelled, newest first (migration_jobs_supplier_idx). */
 export async function unfinishedJobIds(db: Db, supplierId: number): Promise<string[]> {
   const { rows } = await sql<{ id: string }>`SELECT id::text AS id FROM migration_jobs
-    WHERE supplier_id = ${supplierId} AND state NOT IN ('completed', 'cancelled')
+    WHERE supplier_id = ${supplierId} AND state NOT IN (${SQL_FINISHED_JOB_STATES})
     ORDER BY created_at DESC, id DESC`.execute(db);
   return rows.map((row) => row.id);
 }
