@@ -33,7 +33,8 @@ const ERRORS = {
   payment_vendor_rejected: entry(400, 'The payment vendor rejected the instruction; do not retry the request as it is.'),
   payment_vendor_not_found: entry(400, 'No such payment vendor.'),
   active_payment_instruction_exists: entry(400, 'The account already has an active payment instruction with another vendor or reference.'),
-  // 400: a history item sent again under its identifier with other content (core/conflicts.ts)
+  // 400: a history item sent again under its identifier with other content (core/conflicts.ts); for
+  // import-admin, a change the stored state refuses (a key already revoked, a vendor still in use)
   conflict: entry(400, 'An item with this identifier already exists with other content.'),
   // 400: migration jobs
   migration_job_not_open: entry(400, 'Records can only be added while the migration job is open.'),
@@ -48,10 +49,12 @@ const ERRORS = {
   not_authenticated: entry(401, 'Authentication credentials were not provided.'),
   authentication_failed: entry(401, 'Invalid or revoked credentials.'),
   token_expired: entry(401, 'The token has expired; obtain a new one.'),
-  // 404, 405, 408, 413, 415, 429, 431 (408 and 431: the request never reached a route, or a records upload stalled)
+  // 404, 405, 408, 409, 413, 415, 429, 431 (408 and 431: the request never reached a route, or a records upload stalled)
   not_found: entry(404, 'Not found.'),
   account_not_found: entry(404, 'No such account for this import supplier.'),
   method_not_allowed: entry(405, 'Method not allowed.'),
+  // 409: the service team's operations (import-admin): a name or code that is taken
+  already_exists: entry(409, 'It already exists.'),
   request_timeout: entry(408, 'The request was not received in time.'),
   payload_too_large: entry(413, 'The request body is larger than the limit.'),
   unsupported_media_type: entry(415, 'Send the body as application/json.'),
