@@ -1,7 +1,8 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Supplier } from '../../db/schema.ts';
 import { SERVER_PREPARED } from '../../db/server-prepared.ts';
-import type { JobCounts, OnDrift, RecordError, RecordOutcome, RecordStep, RecordWarning, StoredJobState } from './migration-jobs.schemas.ts';
+import type { JobCounts, OnDrift, RecordError, RecordOutcome, RecordStep, RecordWarning } from './migration-jobs.schemas.ts';
+import { SQL_ACTIVE_JOB_STATES, SQL_WAITING_JOB_STATES, type StoredJobState } from './job-states.ts';
 
 // Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
 // uploaded line; counts are answered from the (job_id, outcome) index.
@@ -112,7 +113,7 @@ export async function takeDispatchAllowance(trx: Transaction<Database>, jobId: s
 
 /** The first record a worker claims moves a queued or scheduled job to running. */
 export async function markRunning(db: Db, id: string): Promise<void> {
-  await sql`UPDATE migration_jobs SET state = 'running' WHERE id = ${id}::uuid AND state IN ('queued', 'scheduled')`.execute(db);
+  await sql`UPDATE migration_jobs SET state = 'running' WHERE id = ${id}::uuid AND state IN (${SQL_WAITING_JOB_STATES})`.execute(db);
 }
 
 export async function countsOf(db: Db, jobId: string): Promise<JobCounts> {
@@ -281,7 +282,7 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
       UPDATE migration_job_records r SET outcome = 'running', attempts = r.attempts + 1
       FROM job
       WHERE r.job_id = ${jobId}::uuid AND r.line = ${line} AND r.outcome IN ('pending', 'running')
-        AND job.state IN ('queued', 'scheduled', 'running') AND job.supplier_status <> 'paused' AND NOT job.paused
+        AND job.state IN (${SQL_ACTIVE_JOB_STATES}) AND job.supplier_status <> 'paused' AND NOT job.paused
       RETURNING r.line, r.external_account_number, r.record, r.outcome, r.step, r.created, r.service_account_number,
         r.errors, r.warnings, r.attempts, r.finished_at
     )

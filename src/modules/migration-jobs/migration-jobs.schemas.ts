@@ -9,13 +9,7 @@ import { Nullable, RequiredText } from '../../schemas/text.ts';
 
 export const JOB_STATES = ['open', 'scheduled', 'queued', 'running', 'paused', 'completed', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
-export const STORED_JOB_STATES = ['open', 'scheduled', 'queued', 'running', 'completed', 'cancelled'] as const;
-export type StoredJobState = (typeof STORED_JOB_STATES)[number];
-/** The stored states of a job under way: shown as `paused` while the job or its supplier is paused. */
-export const ACTIVE_JOB_STATES: readonly StoredJobState[] = ['scheduled', 'queued', 'running'];
-export const isActive = (state: StoredJobState): boolean => ACTIVE_JOB_STATES.includes(state);
-/** The stored states of a job that has ended. */
-export const isFinished = (state: StoredJobState): boolean => state === 'completed' || state === 'cancelled';
+// The states a job is stored in, and which of them are active or finished: job-states.ts.
 
 export const RECORD_OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'] as const;
 export type RecordOutcome = (typeof RECORD_OUTCOMES)[number];

@@ -13,7 +13,7 @@ import * as repo from './migration-jobs.repository.ts';
 import * as totals from './reconciliation.repository.ts';
 import { ResumableSha256 } from '../../core/resumable-sha256.ts';
 import {
-  CSV_COLUMNS, isActive, isFinished, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordError, type RecordOutcome,
+  CSV_COLUMNS, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordError, type RecordOutcome,
   type RecordResult, type RecordStep, type UpdateJobBody, type UploadReply,
 } from './migration-jobs.schemas.ts';
 import { ndjsonLines, UploadLimitExceeded, type Line } from './ndjson-lines.ts';
@@ -21,6 +21,7 @@ import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
 import { recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
 import { parseLine } from './record-line.ts';
+import { isActive, isFinished } from './job-states.ts';
 import { recordFailedEvent } from './record-failed-event.ts';
 import { recordEvents } from '../events/events.repository.ts';
 

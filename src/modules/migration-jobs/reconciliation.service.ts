@@ -5,7 +5,8 @@ import { csvCell } from '../../core/csv.ts';
 import { addDecimals, normaliseDecimal } from '../../core/decimal-text.ts';
 import { ResumableSha256 } from '../../core/resumable-sha256.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
-import { COUNT_MEASURES, isFinished, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
+import { COUNT_MEASURES, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
+import { isFinished } from './job-states.ts';
 import { jobView, requireJob } from './migration-jobs.service.ts';
 import * as repo from './reconciliation.repository.ts';
 import {
