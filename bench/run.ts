@@ -13,7 +13,7 @@ import { seedStatsSupplier, statsAtScale } from './scenarios/stats.ts';
 import { eventsCost } from './scenarios/events.ts';
 import { convertExport } from './scenarios/convert.ts';
 import { reconcileAtScale } from './scenarios/reconcile.ts';
-import { migrationJob, uploadMemory } from './scenarios/jobs.ts';
+import { migrationJob, preflight, uploadMemory } from './scenarios/jobs.ts';
 import { createAccounts, staging, transactions, validateAccount } from './scenarios/writes.ts';
 
 // `npm run bench`: for each store, a fresh database, the service and a bare echo server as separate
@@ -37,7 +37,7 @@ if (wants('convert')) {
     rows.push({ store: 'client', what: 'convert', service: {}, target: '', pass: false, aborted: error.message.split('\n')[0] });
   });
 }
-const storeRows = ['validate', 'staging', 'create', 'transactions', 'events', 'jobs', 'upload', 'lists', 'status', 'stats', 'reconcile'];
+const storeRows = ['validate', 'staging', 'create', 'transactions', 'events', 'jobs', 'preflight', 'upload', 'lists', 'status', 'stats', 'reconcile'];
 for (const store of storeRows.some(wants) ? cfg.stores : []) {
   await runStore(store).catch((error: Error) => {
     log(`${store}: run failed: ${error.stack ?? error.message}`);
@@ -84,6 +84,7 @@ async function runStore(store: BenchStore): Promise<void> {
     await step('transactions', 'transactions', () => transactions(ctx));
     await step('events', 'events: webhooks on vs off', () => eventsCost(ctx));
     await step('jobs', 'migration job', () => migrationJob(ctx));
+    await step('preflight', 'pre-flight', () => preflight(ctx));
     await step('upload', 'migration job upload', () => uploadMemory(ctx));
     if (wants('lists') || wants('status')) {
       const accounts = cfg.accounts[store];

@@ -149,3 +149,61 @@ export async function uploadMemory(ctx: Ctx): Promise<void> {
   log(`${ctx.store}: upload ${sent.status}, ${received} records in ${sent.seconds.toFixed(1)} s, RSS +${growth.toFixed(0)} MB`);
   ctx.rows.push(row);
 }
+
+/**
+ * A job from upload to its end: created (a pre-flight when `dryRun`), `lines` uploaded, started and
+ * followed. The time is from start to completed; the upload is not in it.
+ */
+async function timedJob(ctx: Ctx, count: number, line: (n: number) => string, dryRun: boolean): Promise<{ seconds: number; job: JobView }> {
+  const created = await api<JobView>(ctx, 'POST', JOBS, { import_supplier: ctx.tenant.supplier, operations_team_name: ctx.tenant.team, dry_run: dryRun });
+  if (created.status !== 201) throw new Error(`POST migration-jobs/ answered ${created.status}: ${JSON.stringify(created.json).slice(0, 300)}`);
+  const id = created.json.id;
+  const sent = await upload(ctx, id, count, line);
+  if (sent.status !== 200) throw new Error(`upload answered ${sent.status}: ${sent.body.slice(0, 300)}`);
+  const started = performance.now();
+  const start = await api<JobView>(ctx, 'POST', `${JOBS}${id}/start/`, {});
+  if (start.status !== 200) throw new Error(`start answered ${start.status}: ${JSON.stringify(start.json).slice(0, 300)}`);
+  let job = start.json;
+  let lastLog = Date.now();
+  const deadline = Date.now() + Math.max(900, count / 2) * 1000;
+  while (job.state !== 'completed') {
+    if (Date.now() > deadline) throw new Error(`job ${id} not completed in time: ${JSON.stringify(job.counts)}`);
+    await sleep(250);
+    job = (await api<JobView>(ctx, 'GET', `${JOBS}${id}/`)).json;
+    if (Date.now() - lastLog > 15_000) {
+      lastLog = Date.now();
+      log(`${ctx.store}: ${dryRun ? 'pre-flight' : 'real run'} ${job.state}: ${JSON.stringify(job.counts)}`);
+    }
+  }
+  return { seconds: (performance.now() - started) / 1000, job };
+}
+
+/**
+ * The pre-flight row: a dry-run job of full records against the real run of the same records, one
+ * after the other on the same service. The pre-flight runs every step and writes nothing, so the
+ * real run that follows still creates every account.
+ */
+export async function preflight(ctx: Ctx): Promise<void> {
+  const records = ctx.cfg.jobRecords;
+  const what = `pre-flight: ${records.toLocaleString('en-GB')} full records, dry run against the real run of the same records`;
+  const target = '≥ 200% of the real run\'s records/s (at most half its time)';
+  const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'P', TEMPLATES);
+  const line = (n: number) => jobRecordLine(templates, n);
+  const workers = ctx.cfg.jobWorkers;
+  log(`${ctx.store}: pre-flight of ${records} records`);
+  const dry = await timedJob(ctx, records, line, true);
+  log(`${ctx.store}: pre-flight done in ${dry.seconds.toFixed(1)} s; the real run of the same records`);
+  const real = await timedJob(ctx, records, line, false);
+  log(`${ctx.store}: real run done in ${real.seconds.toFixed(1)} s`);
+  const failed = (dry.job.counts.failed ?? 0) + (real.job.counts.failed ?? 0);
+  // As every row: the service's records/s over the baseline's, here the real run's.
+  const ratio = real.seconds / dry.seconds;
+  ctx.rows.push({
+    store: ctx.store, what, connections: workers,
+    service: { rps: records / dry.seconds, non2xx: dry.job.counts.failed ?? 0, codes: {} },
+    baseline: { label: 'the real run of the same records', rps: records / real.seconds, errors: real.job.counts.failed ?? 0 },
+    ratio, target, pass: failed === 0 && ratio >= 2,
+    note: `pre-flight ${dry.seconds.toFixed(1)} s, real run ${real.seconds.toFixed(1)} s (from start to completed); `
+      + `req/s = records/s; ${workers} workers (WORKER_CONCURRENCY)`,
+  });
+}

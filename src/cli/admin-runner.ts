@@ -1,13 +1,14 @@
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
+import { AppError } from '../core/errors.ts';
 import type { Database } from '../db/schema.ts';
-import { AdminError, type AdminErrorCode } from '../modules/admin/admin-error.ts';
+import { CliError, cliFailure, messageOf, type CliErrorCode } from './cli-error.ts';
 import { COMMANDS, synopsis, type Command, type Flags } from './commands.ts';
 
 // One import-admin command run, from its command line to its exit status: parse, check, run one
 // admin service call against a store, print a sentence or a table (or with --json exactly one JSON
-// object). Every failure is an AdminError, printed in one place (`report`) with the exit status its
-// code decides. The CLI runs it on the store it opens itself; a server holding the embedded store
+// object). Every failure becomes a CliError (cli-error.ts), printed in one place (`report`) with the
+// exit status its code decides. The CLI runs it on the store it opens itself; a server holding the embedded store
 // runs the very same function on its own store for a CLI that reaches it through its admin socket,
 // so both ways print the same thing.
 export interface AdminOutput {
@@ -17,7 +18,7 @@ export interface AdminOutput {
 
 /**
  * Where a command's work runs. `use` is called once the command line is known to be good, and may
- * refuse with an AdminError (a bad configuration, a store that cannot be opened).
+ * refuse with a CliError (a bad configuration, a store that cannot be opened).
  */
 export interface AdminStore {
   use<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
@@ -45,7 +46,7 @@ export async function runAdminCommand(argv: string[], store: AdminStore, io: Adm
 
 /** The one place a failure is printed: `{"error": {"code", "message"}}` on stdout with --json, else one line on stderr. */
 export function report(error: unknown, json: boolean, io: AdminOutput): number {
-  const failure = error instanceof AdminError ? error : new AdminError('internal_error', `unexpected failure: ${messageOf(error)}`);
+  const failure = cliFailure(error);
   const message = failure.message.replace(/\s*\n\s*/g, '; ');
   if (json) io.out(`${JSON.stringify({ error: { code: failure.code, message } })}\n`);
   else io.err(`import-admin: ${message}\n`);
@@ -53,7 +54,7 @@ export function report(error: unknown, json: boolean, io: AdminOutput): number {
 }
 
 /** 2: the command line (or the configuration) is wrong and nothing was tried; 1: the operation was refused or failed. */
-function exitStatusFor(code: AdminErrorCode): number {
+function exitStatusFor(code: CliErrorCode): number {
   switch (code) {
     case 'unknown_command':
     case 'missing_argument':
@@ -83,8 +84,8 @@ async function execute(argv: string[], store: AdminStore): Promise<{ json: unkno
   if (!command) {
     const given = argv.slice(start, start + 2).filter((a) => !a.startsWith('-')).join(' ');
     throw given
-      ? new AdminError('unknown_command', `unknown command "${given}"; run import-admin --help`)
-      : new AdminError('missing_argument', 'no command given; run import-admin --help');
+      ? new CliError('unknown_command', `unknown command "${given}"; run import-admin --help`)
+      : new CliError('missing_argument', 'no command given; run import-admin --help');
   }
 
   let args: string[];
@@ -93,8 +94,9 @@ async function execute(argv: string[], store: AdminStore): Promise<{ json: unkno
     ({ args, flags } = parseCommandLine(command, [...argv.slice(0, start), ...argv.slice(start + 2)]));
     command.check?.(flags);
   } catch (error) {
-    if (!(error instanceof AdminError)) throw error;
-    throw new AdminError(error.code, `${error.message}; usage: import-admin ${synopsis(command)}`);
+    if (!(error instanceof CliError || error instanceof AppError)) throw error;
+    const failure = cliFailure(error);
+    throw new CliError(failure.code, `${failure.message}; usage: import-admin ${synopsis(command)}`);
   }
 
   const result = await store.use((db) => command.run(db, args, flags));
@@ -108,18 +110,16 @@ function parseCommandLine(command: Command, rest: string[]): { args: string[]; f
     parsed = parseArgs({ args: rest, options: { ...options, ...COMMON_OPTIONS }, allowPositionals: true, strict: true });
   } catch (error) {
     // parseArgs explains itself well, over several sentences; the first is the reason.
-    throw new AdminError('invalid_argument', messageOf(error).split('. ')[0]!.replace(/\.$/, ''));
+    throw new CliError('invalid_argument', messageOf(error).split('. ')[0]!.replace(/\.$/, ''));
   }
   const args = parsed.positionals;
-  if (args.length < command.args.length) throw new AdminError('missing_argument', `missing ${command.args.slice(args.length).join(' ')}`);
-  if (args.length > command.args.length) throw new AdminError('unexpected_argument', `unexpected argument "${args[command.args.length]}"`);
+  if (args.length < command.args.length) throw new CliError('missing_argument', `missing ${command.args.slice(args.length).join(' ')}`);
+  if (args.length > command.args.length) throw new CliError('unexpected_argument', `unexpected argument "${args[command.args.length]}"`);
   for (const [name, spec] of Object.entries(command.options)) {
-    if (spec.required && (parsed.values as Flags)[name] === undefined) throw new AdminError('missing_argument', `--${name} is required`);
+    if (spec.required && (parsed.values as Flags)[name] === undefined) throw new CliError('missing_argument', `--${name} is required`);
   }
   return { args, flags: parsed.values as Flags };
 }
-
-export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => [c.name, ...c.args].join(' ').length)) + 2;

@@ -4,8 +4,8 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { AdminError } from '../modules/admin/admin-error.ts';
-import { messageOf, runAdminCommand } from './admin-runner.ts';
+import { CliError, messageOf } from './cli-error.ts';
+import { runAdminCommand } from './admin-runner.ts';
 
 // The admin socket: how import-admin works beside a server that holds the embedded store (which
 // serves one process). The server listens on DATA_DIR/admin.sock, a Unix socket only its user may
@@ -120,12 +120,12 @@ export function sendToAdminSocket(path: string, request: AdminRequest): Promise<
     socket.setEncoding('utf8').on('data', (chunk: string) => { text += chunk; });
     socket.on('error', (error: NodeJS.ErrnoException) => {
       if (!connected && (error.code === 'ENOENT' || error.code === 'ECONNREFUSED')) settle(undefined);
-      else fail(new AdminError('store_unavailable', `cannot use the server's admin socket ${path}: ${messageOf(error)}`));
+      else fail(new CliError('store_unavailable', `cannot use the server's admin socket ${path}: ${messageOf(error)}`));
     });
     socket.on('end', () => {
       const reply = parseReply(text);
       if (reply) settle(reply);
-      else fail(new AdminError('store_unavailable', `the server closed its admin socket ${path} without an answer (it may be stopping); the command may not have run`));
+      else fail(new CliError('store_unavailable', `the server closed its admin socket ${path} without an answer (it may be stopping); the command may not have run`));
     });
   });
 }

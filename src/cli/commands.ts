@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { AdminError } from '../modules/admin/admin-error.ts';
+import { CliError } from './cli-error.ts';
 import * as admin from '../modules/admin/admin.service.ts';
 import * as webhooks from '../modules/webhooks/webhooks.service.ts';
 import { table } from './table.ts';
@@ -22,7 +22,7 @@ export interface Command {
   text(result: Record<string, unknown>): string;
 }
 
-const usageError = (message: string) => new AdminError('invalid_argument', message);
+const usageError = (message: string) => new CliError('invalid_argument', message);
 
 const STATUS = { type: 'string', value: admin.SUPPLIER_STATUSES.join('|') } as const;
 const SUPPLIER_FLAGS: Record<string, OptionSpec> = {
@@ -73,7 +73,9 @@ function vendorOptions(flags: Flags): admin.VendorOptions {
     secret: flags['no-secret'] ? null : flags.secret as string | undefined,
     timeoutMs: timeoutOf(flags),
   };
-  admin.checkVendorOptions(options);
+  admin.checkVendorOptions({ ...options, secret: undefined });
+  // The service refuses an empty secret too; the way out of it is a flag, so the CLI says it.
+  if (options.secret === '') throw usageError('--secret must not be empty (--no-secret removes it)');
   return options;
 }
 

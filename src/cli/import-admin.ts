@@ -4,8 +4,9 @@ import { acquireDataDirLock, DataDirLockedError } from '../db/data-dir-lock.ts';
 import { migrate } from '../db/migrate.ts';
 import type { Database } from '../db/schema.ts';
 import { openStore } from '../db/store.ts';
-import { AdminError } from '../modules/admin/admin-error.ts';
-import { messageOf, report, runAdminCommand, wantsJson, type AdminOutput, type AdminStore } from './admin-runner.ts';
+import { AppError } from '../core/errors.ts';
+import { CliError, messageOf } from './cli-error.ts';
+import { report, runAdminCommand, wantsJson, type AdminOutput, type AdminStore } from './admin-runner.ts';
 import { adminSocketPath, sendToAdminSocket } from './admin-socket.ts';
 
 // import-admin as the bin runs it: finds the store the server uses (DATABASE_URL, or the embedded one
@@ -18,7 +19,7 @@ export interface CliIo extends AdminOutput {
 
 export async function runImportAdmin(argv: string[], io: CliIo): Promise<number> {
   const config = configOf(io.env);
-  if (!(config instanceof AdminError) && !config.databaseUrl) {
+  if (!(config instanceof CliError) && !config.databaseUrl) {
     try {
       const reply = await sendToAdminSocket(adminSocketPath(config.dataDir), { argv, json: wantsJson(argv) });
       if (reply) {
@@ -33,25 +34,25 @@ export async function runImportAdmin(argv: string[], io: CliIo): Promise<number>
   return runAdminCommand(argv, ownStore(config), io);
 }
 
-/** The configuration, or the AdminError that reports it (once the command line is known to be good). */
-function configOf(env: CliIo['env']): Config | AdminError {
+/** The configuration, or the CliError that reports it (once the command line is known to be good). */
+function configOf(env: CliIo['env']): Config | CliError {
   try {
     return loadConfig(env);
   } catch (error) {
-    if (error instanceof ConfigError) return new AdminError('invalid_configuration', `invalid configuration: ${error.problems.join('; ')}`);
+    if (error instanceof ConfigError) return new CliError('invalid_configuration', `invalid configuration: ${error.problems.join('; ')}`);
     throw error;
   }
 }
 
-function ownStore(config: Config | AdminError): AdminStore {
+function ownStore(config: Config | CliError): AdminStore {
   return {
     async use(work) {
-      if (config instanceof AdminError) throw config;
+      if (config instanceof CliError) throw config;
       try {
         return await withStore(config, work);
       } catch (error) {
-        if (error instanceof AdminError) throw error;
-        if (error instanceof DataDirLockedError) throw new AdminError('store_in_use', error.message);
+        if (error instanceof CliError || error instanceof AppError) throw error;
+        if (error instanceof DataDirLockedError) throw new CliError('store_in_use', error.message);
         throw describeUnexpected(error, config);
       }
     },
@@ -74,10 +75,10 @@ async function withStore<T>(config: Config, work: (db: Kysely<Database>) => Prom
   }
 }
 
-function describeUnexpected(error: unknown, config: Config): AdminError {
+function describeUnexpected(error: unknown, config: Config): CliError {
   const code = (error as { code?: unknown }).code;
   if (config.databaseUrl && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '3D000' || code === '28P01')) {
-    return new AdminError('store_unavailable', `cannot use the database at DATABASE_URL: ${messageOf(error)}`);
+    return new CliError('store_unavailable', `cannot use the database at DATABASE_URL: ${messageOf(error)}`);
   }
-  return new AdminError('internal_error', `unexpected failure: ${messageOf(error)}`);
+  return new CliError('internal_error', `unexpected failure: ${messageOf(error)}`);
 }

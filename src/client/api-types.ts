@@ -953,7 +953,7 @@ export interface components {
             import_supplier: string;
             /** @description The operations team the accounts are created for. */
             operations_team_name: string;
-            /** @description Validate, stage and dry-run create each account; import nothing else. */
+            /** @description A pre-flight: run every step of every record with the real rules, against the store as it is, and roll each record back. Nothing is written but the job and its results; the real run of the same file gives each record the same outcome. */
             dry_run?: boolean;
             /**
              * Format: utc-date-time
@@ -6231,7 +6231,7 @@ export interface operations {
                 external_account_number?: string;
                 /** @description Only records with this outcome. */
                 outcome?: "pending" | "running" | "succeeded" | "skipped" | "failed" | "cancelled";
-                /** @description Only records whose first error has this code (e.g. invalid_phone_number, duplicate, invalid_json). */
+                /** @description Only records whose first error has this code (e.g. invalid_phone_number, duplicate_in_file, parse_error). */
                 error_code?: string;
                 /** @description The next page: records after this line (the last answer's next_after_line). */
                 after_line?: number;

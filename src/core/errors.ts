@@ -1,71 +1,78 @@
-// The closed list of top-level error codes and the one function that maps each to its HTTP status.
-// Adding a code means adding it here; the switch below will not compile until it has a status.
-export const ERROR_CODES = [
-  // 400: request shape and field rules (D4)
-  'account_failed_validation', 'invalid', 'parse_error',
-  // 400: a path the router cannot read (a malformed percent-escape)
-  'bad_url',
-  // 400: suppliers (D3, D6)
-  'import_supplier_not_found', 'import_supplier_paused', 'import_supplier_complete',
-  // 400: account state and creation (D6)
-  'account_not_staged', 'account_already_imported', 'account_marked_to_skip', 'account_import_in_progress',
-  'operations_team_not_found', 'supply_point_already_registered', 'dry_run_rolled_back',
-  // 400: imported data (D8, D9)
-  'TRANSACTION_IMPORT_ERROR', 'account_balance_out_of_range', 'statement_period_overlap', 'payment_instruction_not_found',
-  'payment_vendor_rejected', 'payment_vendor_not_found', 'active_payment_instruction_exists',
-  // 400: a history item sent again under its identifier with other content (core/conflicts.ts)
-  'conflict',
-  // 400: migration jobs (D11)
-  'migration_job_not_open', 'migration_job_empty', 'migration_job_finished', 'migration_job_not_finished', 'migration_job_too_large',
-  'migration_job_not_paused',
-  // 400: a webhook endpoint URL the service may not deliver to (a private address, a scheme other than http(s))
-  'webhook_url_not_allowed',
-  // 401
-  'not_authenticated', 'authentication_failed', 'token_expired',
-  // 404, 405, 413, 415, 429
-  'not_found', 'account_not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type',
-  'concurrency_limit_exceeded', 'too_many_requests',
-  // socket-level (the request never reached a route), and a records upload that stalled: 408, 431
-  'request_timeout', 'request_header_fields_too_large',
-  // 5xx
-  'payment_vendor_unavailable', 'service_unavailable', 'internal_error',
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
+// The closed list of top-level error codes: each code with its HTTP status and its default detail in
+// one entry (as Fastify's own errors are each one `createError(code, message, status)`), so a code,
+// its status and its words cannot drift apart. Adding a code means adding its entry here; the OpenAPI
+// document checks every code a route lists against the status it lists it under (openapi.ts).
+interface ErrorEntry { readonly status: number; readonly message: string }
 
-export function statusFor(code: ErrorCode): number {
-  switch (code) {
-    case 'account_failed_validation': case 'invalid': case 'parse_error': case 'bad_url':
-    case 'import_supplier_not_found': case 'import_supplier_paused': case 'import_supplier_complete':
-    case 'account_not_staged': case 'account_already_imported': case 'account_marked_to_skip':
-    case 'account_import_in_progress': case 'operations_team_not_found': case 'supply_point_already_registered':
-    case 'dry_run_rolled_back': case 'TRANSACTION_IMPORT_ERROR': case 'account_balance_out_of_range': case 'statement_period_overlap':
-    case 'payment_instruction_not_found': case 'payment_vendor_rejected': case 'payment_vendor_not_found':
-    case 'active_payment_instruction_exists': case 'conflict':
-    case 'migration_job_not_open': case 'migration_job_empty': case 'migration_job_finished':
-    case 'migration_job_not_finished': case 'migration_job_too_large': case 'migration_job_not_paused': case 'webhook_url_not_allowed':
-      return 400;
-    case 'not_authenticated': case 'authentication_failed': case 'token_expired':
-      return 401;
-    case 'not_found': case 'account_not_found':
-      return 404;
-    case 'method_not_allowed':
-      return 405;
-    case 'payload_too_large':
-      return 413;
-    case 'unsupported_media_type':
-      return 415;
-    case 'concurrency_limit_exceeded': case 'too_many_requests':
-      return 429;
-    case 'request_timeout':
-      return 408;
-    case 'request_header_fields_too_large':
-      return 431;
-    case 'payment_vendor_unavailable': case 'internal_error':
-      return 500;
-    case 'service_unavailable':
-      return 503;
-  }
-}
+const entry = (status: number, message: string): ErrorEntry => ({ status, message });
+
+const ERRORS = {
+  // 400: request shape and field rules
+  account_failed_validation: entry(400, 'The account data failed validation.'),
+  invalid: entry(400, 'The request failed validation.'),
+  parse_error: entry(400, 'The body is not valid JSON.'),
+  // 400: a path the router cannot read (a malformed percent-escape)
+  bad_url: entry(400, 'The path holds a malformed percent-escape (a "%" not followed by a valid UTF-8 sequence).'),
+  // 400: suppliers
+  import_supplier_not_found: entry(400, 'No such import supplier.'),
+  import_supplier_paused: entry(400, 'The import supplier is paused.'),
+  import_supplier_complete: entry(400, 'The import supplier is complete.'),
+  // 400: account state and creation
+  account_not_staged: entry(400, 'The account has no staged data; stage it with create-or-update first.'),
+  account_already_imported: entry(400, 'The account is already imported.'),
+  account_marked_to_skip: entry(400, 'The account is marked to be skipped and cannot be staged or created.'),
+  account_import_in_progress: entry(400, 'Another create of the account is running; check its status, then retry if needed.'),
+  operations_team_not_found: entry(400, 'No such operations team.'),
+  supply_point_already_registered: entry(400, 'A supply point is already registered to another account.'),
+  dry_run_rolled_back: entry(400, 'The dry run succeeded and was rolled back.'),
+  // 400: imported data
+  TRANSACTION_IMPORT_ERROR: entry(400, 'The transactions could not be imported.'),
+  account_balance_out_of_range: entry(400, 'The account balance would leave its allowed range.'),
+  statement_period_overlap: entry(400, 'The statement period overlaps another statement of the account.'),
+  payment_instruction_not_found: entry(400, 'No such payment instruction.'),
+  payment_vendor_rejected: entry(400, 'The payment vendor rejected the instruction; do not retry the request as it is.'),
+  payment_vendor_not_found: entry(400, 'No such payment vendor.'),
+  active_payment_instruction_exists: entry(400, 'The account already has an active payment instruction with another vendor or reference.'),
+  // 400: a history item sent again under its identifier with other content (core/conflicts.ts); for
+  // import-admin, a change the stored state refuses (a key already revoked, a vendor still in use)
+  conflict: entry(400, 'An item with this identifier already exists with other content.'),
+  // 400: migration jobs
+  migration_job_not_open: entry(400, 'Records can only be added while the migration job is open.'),
+  migration_job_empty: entry(400, 'The migration job has no records: upload some before starting it.'),
+  migration_job_finished: entry(400, 'The migration job has already ended.'),
+  migration_job_not_finished: entry(400, 'Only a completed or cancelled migration job can be retried.'),
+  migration_job_too_large: entry(400, 'The migration job holds as many records as it may.'),
+  migration_job_not_paused: entry(400, 'The migration job was not paused.'),
+  // 400: a webhook endpoint URL the service may not deliver to (a private address, a scheme other than http(s))
+  webhook_url_not_allowed: entry(400, 'The service may not deliver to this URL.'),
+  // 401
+  not_authenticated: entry(401, 'Authentication credentials were not provided.'),
+  authentication_failed: entry(401, 'Invalid or revoked credentials.'),
+  token_expired: entry(401, 'The token has expired; obtain a new one.'),
+  // 404, 405, 408, 409, 413, 415, 429, 431 (408 and 431: the request never reached a route, or a records upload stalled)
+  not_found: entry(404, 'Not found.'),
+  account_not_found: entry(404, 'No such account for this import supplier.'),
+  method_not_allowed: entry(405, 'Method not allowed.'),
+  // 409: the service team's operations (import-admin): a name or code that is taken
+  already_exists: entry(409, 'It already exists.'),
+  request_timeout: entry(408, 'The request was not received in time.'),
+  payload_too_large: entry(413, 'The request body is larger than the limit.'),
+  unsupported_media_type: entry(415, 'Send the body as application/json.'),
+  concurrency_limit_exceeded: entry(429, 'Too many creates are running; retry shortly.'),
+  too_many_requests: entry(429, 'Too many requests; retry later.'),
+  request_header_fields_too_large: entry(431, 'The request headers are too large.'),
+  // 5xx
+  payment_vendor_unavailable: entry(500, 'The payment vendor is unavailable; retry the request as it is.'),
+  internal_error: entry(500, 'An unexpected error occurred. It has been logged with this request id.'),
+  service_unavailable: entry(503, 'The database is unavailable; retry shortly.'),
+} as const satisfies Record<string, ErrorEntry>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export const statusFor = (code: ErrorCode): number => ERRORS[code].status;
+
+/** The default detail of a code: what an answer says when nothing more particular is known. */
+export const messageFor = (code: ErrorCode): string => ERRORS[code].message;
 
 /** One item of `errors` (spec 7.1): `attr` is a dot path with zero-based indexes. */
 export interface FieldError {
@@ -93,7 +100,7 @@ export class AppError extends Error {
   readonly extra: Record<string, unknown> | undefined;
   readonly headers: Record<string, string> | undefined;
 
-  constructor(readonly code: ErrorCode, readonly detail: string, options: AppErrorOptions = {}) {
+  constructor(readonly code: ErrorCode, readonly detail: string = messageFor(code), options: AppErrorOptions = {}) {
     super(detail);
     this.name = 'AppError';
     this.status = statusFor(code);

@@ -1,6 +1,6 @@
 import type { Ajv, ValidateFunction } from 'ajv';
 import { compileWithRules, createAjv } from './ajv.ts';
-import { AppError, type ErrorCode, type FieldError } from './errors.ts';
+import { AppError, messageFor, type ErrorCode, type FieldError } from './errors.ts';
 import { sortByDocumentOrder, toFieldErrors } from './field-errors.ts';
 import { INEXACT_NUMBER_DETAIL, inexactNumbersOf } from './json-numbers.ts';
 import { rulesOf } from './rules.ts';
@@ -91,8 +91,5 @@ export function errorCodeOf(schema: object): ErrorCode {
 }
 
 export function validationError(code: ErrorCode, errors: FieldError[]): AppError {
-  const detail = code === 'account_failed_validation'
-    ? 'The account data failed validation.'
-    : 'The request failed validation.';
-  return new AppError(code, detail, { errors });
+  return new AppError(code, messageFor(code), { errors });
 }

@@ -1,3 +1,5 @@
+import { messageFor, type ErrorCode } from '../core/errors.ts';
+
 // OpenAPI examples of POST /graphql. The key is a placeholder: the demo API key is printed at the
 // first start of a fresh service (test/http/openapi-examples.test.ts puts the real one in).
 
@@ -6,7 +8,7 @@ export const OBTAIN_TOKEN = {
   variables: { key: 'ak_0123456789ab.the-demo-api-key-printed-at-the-first-start' },
 };
 
-const error = (message: string, code: string) => ({ errors: [{ message, extensions: { code } }] });
+const error = (code: ErrorCode) => ({ errors: [{ message: messageFor(code), extensions: { code } }] });
 
 export const GRAPHQL_ANSWERS = {
   200: {
@@ -18,8 +20,8 @@ export const GRAPHQL_ANSWERS = {
     },
   },
   400: { errors: [{ message: 'Syntax Error: Expected Name, found "}".', locations: [{ line: 1, column: 42 }], extensions: { code: 'parse_error' } }] },
-  413: error('The request body is larger than the limit.', 'payload_too_large'),
-  415: error('Send the body as application/json.', 'unsupported_media_type'),
-  500: error('An unexpected error occurred. It has been logged with this request id.', 'internal_error'),
-  503: error('The database is unavailable; retry shortly.', 'service_unavailable'),
+  413: error('payload_too_large'),
+  415: error('unsupported_media_type'),
+  500: error('internal_error'),
+  503: error('service_unavailable'),
 } as const;

@@ -22,7 +22,7 @@ export async function authenticate(tokens: TokenService, request: FastifyRequest
     throw new AppError('invalid', 'Send exactly one Authorization header.');
   }
   const header = request.headers.authorization;
-  if (!header) throw new AppError('not_authenticated', 'Authentication credentials were not provided.');
+  if (!header) throw new AppError('not_authenticated');
   const match = /^Token\s+(\S+)\s*$/i.exec(header);
   if (!match) throw new AppError('authentication_failed', 'Use the header form "Authorization: Token <token>".');
   request.caller = await tokens.authenticate(match[1]!);

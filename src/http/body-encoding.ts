@@ -91,7 +91,7 @@ function inflated(raw: Readable, limit: number): Readable {
   gunzip.on('data', (chunk: Buffer) => {
     inflatedBytes += chunk.length;
     // At most `limit` bytes wait in `out`: no back-pressure needed.
-    if (inflatedBytes > limit) stop(new AppError('payload_too_large', 'The request body is larger than the limit.'));
+    if (inflatedBytes > limit) stop(new AppError('payload_too_large'));
     else out.write(chunk);
   });
   gunzip.on('end', () => out.end());

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { AppError } from '../core/errors.ts';
+import { AppError, messageFor } from '../core/errors.ts';
 import { isStoreUnavailable, isUnstorableInput } from '../db/errors.ts';
 import { isExemptFromRequestDeadline } from './request-deadline.ts';
 import { logRequestCompleted, noteErrorCode } from './request-log.ts';
@@ -61,28 +61,28 @@ export function toAppError(error: unknown): AppError {
   const framework = error as Partial<FastifyError>;
   switch (framework.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('payload_too_large', 'The request body is larger than the limit.');
+      return new AppError('payload_too_large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError('unsupported_media_type', 'Send the body as application/json.');
+      return new AppError('unsupported_media_type');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('parse_error', 'The Content-Length header does not match the body.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('parse_error', 'The body is empty; send a JSON document.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new AppError('parse_error', 'The body is not valid JSON.');
+      return new AppError('parse_error');
     case 'FST_ERR_MAX_PARAM_LENGTH':
       // Out of reach while the router's limit is above the header block's (ROUTER_MAX_PARAM_LENGTH).
       return new AppError('invalid', 'A path segment is too long.');
     case 'FST_ERR_BAD_URL':
-      return new AppError('bad_url', 'The path holds a malformed percent-escape (a "%" not followed by a valid UTF-8 sequence).');
+      return new AppError('bad_url');
     default:
       break;
   }
   if (error instanceof SyntaxError || (framework.statusCode === 400 && /JSON|prototype|constructor/i.test(framework.name ?? ''))) {
-    return new AppError('parse_error', 'The body is not valid JSON.');
+    return new AppError('parse_error');
   }
   if (framework.statusCode === 400 && framework.validation) {
-    return new AppError('invalid', 'The request failed validation.', { errors: [] });
+    return new AppError('invalid', messageFor('invalid'), { errors: [] });
   }
   // Backstop for text the validator let through that the store still cannot take: NUL or bad
   // encoding in a path parameter, nesting deeper than jsonb allows. A client error, not ours.
@@ -91,9 +91,9 @@ export function toAppError(error: unknown): AppError {
   }
   if (framework.statusCode === 503) return new AppError('service_unavailable', 'The service is unavailable; retry shortly.');
   if (isStoreUnavailable(error)) {
-    return new AppError('service_unavailable', 'The database is unavailable; retry shortly.', { headers: { 'Retry-After': '1' } });
+    return new AppError('service_unavailable', messageFor('service_unavailable'), { headers: { 'Retry-After': '1' } });
   }
-  return new AppError('internal_error', 'An unexpected error occurred. It has been logged with this request id.');
+  return new AppError('internal_error');
 }
 
 /**
@@ -108,9 +108,9 @@ export function handleClientError(error: NodeJS.ErrnoException, socket: Socket):
     return;
   }
   const appError = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-    ? new AppError('request_timeout', 'The request was not received in time.')
+    ? new AppError('request_timeout')
     : error.code === 'HPE_HEADER_OVERFLOW'
-      ? new AppError('request_header_fields_too_large', 'The request headers are too large.')
+      ? new AppError('request_header_fields_too_large')
       : new AppError('parse_error', 'The request is not valid HTTP.');
   const body = JSON.stringify(appError.body());
   socket.end(`HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n`

@@ -18,6 +18,8 @@ import { startSharedWorker, type SharedWorker } from './shared-work.ts';
 
 /** `retryLimit` is the job's own (set when it was sent), not this instance's configuration. */
 export type JobHandler<T> = (job: { id: string; data: T; retryCount: number; retryLimit: number }) => Promise<void>;
+/** A whole batch's data at once; if it throws, every job of the batch fails (and is retried by its policy). */
+export type BatchHandler<T> = (batch: T[]) => Promise<void>;
 
 export interface SendOptions {
   /** Write the job in this transaction. */
@@ -72,9 +74,19 @@ export interface JobQueue {
   sendMany<T extends object>(name: string, items: T[], options?: Omit<SendOptions, 'startAfter' | 'singletonKey'> & { trx?: Transaction<Database> }): Promise<void>;
   /** Starts `concurrency` workers for the queue on this instance; returns the queue name for offWork. */
   work<T>(name: string, options: WorkOptions, handler: JobHandler<T>): Promise<string>;
+  /**
+   * As work, with `batchSize` jobs a fetch handed to one call together: for jobs whose store work is
+   * best done once per batch (webhook deliveries). The batch succeeds or fails as one.
+   */
+  workBatches<T>(name: string, options: Omit<WorkOptions, 'shareBy'> & { batchSize: number }, handler: BatchHandler<T>): Promise<string>;
   /** Stops this instance's workers of the queue and waits (up to timeoutMs) for their jobs in hand. */
   offWork(name: string, timeoutMs?: number): Promise<void>;
   schedule(name: string, cron: string, data?: object): Promise<void>;
+  /**
+   * Takes up to `max` jobs of the queue that are ready now and completes them unrun: for jobs whose
+   * work the caller's own run covers (queued fan-outs). Returns how many.
+   */
+  completeReady(name: string, max: number): Promise<number>;
   /**
    * Is a job of the queue waiting to be fetched (created or to be retried, whenever it starts)?
    * Read with the executor's own snapshot, so inside a transaction it sees what that transaction sees.
@@ -152,6 +164,31 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
   const settled = async (name: string, until: number) => {
     while ((inFlight.get(name) ?? 0) > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
   };
+  const held = (name: string, jobs: number) => inFlight.set(name, (inFlight.get(name) ?? 0) + jobs);
+  type Fetched<T> = { id: string; data: T; retryCount: number; retryLimit: number };
+  /**
+   * pg-boss 10 hands a worker one batch at a time: `concurrency` jobs are split into workers of `size`,
+   * the last taking what is left, so no more than `concurrency` jobs are ever in hand.
+   */
+  async function startWorkers<T>(
+    name: string, concurrency: number, size: number, pollingIntervalSeconds: number, onBatch: (jobs: Array<Fetched<T>>) => Promise<void>,
+  ): Promise<void> {
+    for (let taken = 0; taken < concurrency; taken += size) {
+      const batch = Math.min(size, concurrency - taken);
+      let workerId: string | undefined;
+      // eslint-disable-next-line prefer-const -- the handler may run before work() resolves: a const would still be in its TDZ
+      workerId = await boss.work<T>(name, { batchSize: batch, pollingIntervalSeconds, includeMetadata: true }, async (jobs) => {
+        try {
+          await onBatch(jobs);
+        } finally {
+          // A worker that found a job looks for the next one at once: pg-boss would otherwise wait
+          // out the polling interval after every job, whatever is queued (2 jobs a second at 0.5 s).
+          // Only a fetch that finds nothing waits for the interval.
+          if (workerId && jobs.length > 0) boss.notifyWorker(workerId);
+        }
+      });
+    }
+  }
 
   const queue: JobQueue = {
     boss,
@@ -199,12 +236,12 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
     },
     async work<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize = 1, shareBy }: WorkOptions, handler: JobHandler<T>) {
       const size = Math.max(1, Math.min(batchSize, concurrency));
-      const run = async (job: { id: string; data: T; retryCount: number; retryLimit: number }) => {
-        inFlight.set(name, (inFlight.get(name) ?? 0) + 1);
+      const run = async (job: Fetched<T>) => {
+        held(name, 1);
         try {
           await handler({ id: job.id, data: job.data, retryCount: job.retryCount, retryLimit: job.retryLimit });
         } finally {
-          inFlight.set(name, (inFlight.get(name) ?? 1) - 1);
+          held(name, -1);
         }
       };
       if (shareBy !== undefined) {
@@ -212,36 +249,34 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
           { name, shareBy, concurrency, batchSize: size, pollingIntervalSeconds }, run, (error) => options.onError?.(error)));
         return name;
       }
-      // pg-boss 10 hands a worker one batch at a time: `concurrency` jobs are split into workers of `size`.
-      for (let taken = 0; taken < concurrency; taken += size) {
-        // The last worker takes what is left, so no more than `concurrency` jobs are ever in hand.
-        const batch = Math.min(size, concurrency - taken);
-        let workerId: string | undefined;
-        // eslint-disable-next-line prefer-const -- the handler may run before work() resolves: a const would still be in its TDZ
-        workerId = await boss.work<T>(name, { batchSize: batch, pollingIntervalSeconds, includeMetadata: true }, async (jobs) => {
+      await startWorkers<T>(name, concurrency, size, pollingIntervalSeconds, async (jobs) => {
+        if (jobs.length <= 1) {
+          if (jobs[0]) await run(jobs[0]);
+          return;
+        }
+        // pg-boss fails a whole batch when its handler throws: a job of a batch that fails is
+        // failed here on its own (retried or dead-lettered by its policy), and pg-boss then
+        // completes only the jobs still active.
+        await Promise.all(jobs.map(async (job) => {
           try {
-            if (jobs.length <= 1) {
-              if (jobs[0]) await run(jobs[0]);
-              return;
-            }
-            // pg-boss fails a whole batch when its handler throws: a job of a batch that fails is
-            // failed here on its own (retried or dead-lettered by its policy), and pg-boss then
-            // completes only the jobs still active.
-            await Promise.all(jobs.map(async (job) => {
-              try {
-                await run(job);
-              } catch (error) {
-                await boss.fail(name, job.id, error as object);
-              }
-            }));
-          } finally {
-            // A worker that found a job looks for the next one at once: pg-boss would otherwise wait
-            // out the polling interval after every job, whatever is queued (2 jobs a second at 0.5 s).
-            // Only a fetch that finds nothing waits for the interval.
-            if (workerId && jobs.length > 0) boss.notifyWorker(workerId);
+            await run(job);
+          } catch (error) {
+            await boss.fail(name, job.id, error as object);
           }
-        });
-      }
+        }));
+      });
+      return name;
+    },
+    async workBatches<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize }: WorkOptions & { batchSize: number }, handler: BatchHandler<T>) {
+      const size = Math.max(1, Math.min(batchSize, concurrency));
+      await startWorkers<T>(name, concurrency, size, pollingIntervalSeconds, async (jobs) => {
+        held(name, jobs.length);
+        try {
+          await handler(jobs.map((job) => job.data));
+        } finally {
+          held(name, -jobs.length);
+        }
+      });
       return name;
     },
     async offWork(name, timeoutMs = 10_000) {
@@ -252,6 +287,12 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
     },
     async schedule(name, cron, data = {}) {
       await boss.schedule(name, cron, data, { tz: 'UTC' });
+    },
+    async completeReady(name, max) {
+      const jobs = await boss.fetch(name, { batchSize: max });
+      if (!jobs || jobs.length === 0) return 0;
+      await boss.complete(name, jobs.map((job) => job.id));
+      return jobs.length;
     },
     async hasWaiting(name, db) {
       // pg-boss's own getQueueSize condition (state before 'active'), on its partial index job_i5,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,7 +94,8 @@ describe('import-migrate run', () => {
       '             2  before the account existed (the line, or the account step)',
       '             0  on an existing account (a later step: part of its history)',
       '  cancelled  0', '  total      6',
-      'Errors: invalid_phone_number 2',
+      'Failures by step and code:',
+      '  account  invalid_phone_number 2',
       `Failed records: ${failures}`,
       '',
     ].join('\n'));
@@ -129,6 +130,32 @@ describe('import-migrate run', () => {
       upload: { received: 3, total_records: 3, skipped: 0 },
       failures_file: null,
     });
+  });
+
+  test('--dry-run prints the pre-flight by step and code and writes the failures file; --on-drift reaches the job', async () => {
+    const { path, lines } = await file('preflight.ndjson', 6, true);
+    // Line 7 repeats line 1's account: within the file, the later line fails.
+    appendFileSync(path, `${lines[0]}\n`);
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--dry-run', '--on-drift', 'fail');
+    assert.equal(run.status, 1, run.stderr);
+    const id = new RegExp(`^Job (${UUID}) `).exec(run.stdout)?.[1];
+    assert.ok(id, run.stdout);
+    const text = run.stdout.split('\n');
+    assert.equal(text[0]!.replace(/ in \d+s/, ''), `Job ${id} completed (dry run)`);
+    assert.deepEqual(text.slice(text.indexOf('Failures by step and code:')), [
+      'Failures by step and code:',
+      '  account  invalid_phone_number 2, duplicate_in_file 1',
+      `Failed records: ${path}.${id}.failed.ndjson`,
+      'A pre-flight: nothing was written. The real run of this file, on a store that has not changed, gives each record this outcome.',
+      '',
+    ]);
+    const written = readFileSync(`${path}.${id}.failed.ndjson`, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(written.map((r) => [r.line, r.dry_run, r.errors[0].code]), [[3, true, 'invalid_phone_number'], [6, true, 'invalid_phone_number'], [7, true, 'duplicate_in_file']]);
+    const job = await request(server.url, 'GET', `${BASE}${id}/`, { token: await token() });
+    assert.deepEqual([job.json.dry_run, job.json.on_drift], [true, 'fail']);
+    const bad = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--on-drift', 'maybe');
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--on-drift must be warn/);
   });
 
   test('a .ndjson.gz file is uploaded compressed and read whole', async () => {
@@ -203,7 +230,8 @@ describe('import-migrate job commands', () => {
       '             2  before the account existed (the line, or the account step)',
       '             0  on an existing account (a later step: part of its history)',
       '  cancelled  0', '  total      6',
-      'Errors: invalid_phone_number 2', '',
+      'Failures by step and code:',
+      '  account  invalid_phone_number 2', '',
     ].join('\n'));
 
     const csv = await migrateCli('results', id, '--csv', '--outcome', 'failed');
@@ -377,7 +405,7 @@ describe('import-migrate client details', () => {
 });
 
 describe('import-migrate exit 2', () => {
-  const usage = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T] [--max-rate N]; import-migrate run FILE --resume JOB';
+  const usage = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--on-drift warn|fail] [--not-before T] [--not-after T] [--max-rate N]; import-migrate run FILE --resume JOB';
   for (const [args, reason] of [
     [['bogus'], 'unknown command "bogus"; run import-migrate --help'],
     [[], 'no command given; run import-migrate --help'],

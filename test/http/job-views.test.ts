@@ -51,7 +51,7 @@ describe('GET migration-jobs/<id>/records/search/', () => {
 
     const failed = await search(tenant, id, 'outcome=failed');
     assert.deepEqual(failed.json.records.map((r: any) => [r.line, r.step]), [[4, 'account'], [5, 'parse'], [6, 'account']]);
-    const duplicates = await search(tenant, id, `outcome=failed&error_code=duplicate&external_account_number=${good[0]!.external_account_number}`);
+    const duplicates = await search(tenant, id, `outcome=failed&error_code=duplicate_in_file&external_account_number=${good[0]!.external_account_number}`);
     assert.deepEqual(duplicates.json.records.map((r: any) => r.line), [6]);
     assert.deepEqual((await search(tenant, id, 'error_code=invalid_phone_number&outcome=succeeded')).json.records, []);
 

@@ -134,7 +134,7 @@ describe('POST migration-jobs/<id>/records/', () => {
       { line: 2, external_account_number: null, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not valid JSON.' }], finished_at: 'AT' },
       { line: 3, external_account_number: null, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail: 'The line is not a JSON object.' }], finished_at: 'AT' },
       { line: 4, external_account_number: b.external_account_number, outcome: 'pending', step: null, ...base, errors: [], finished_at: null },
-      { line: 5, external_account_number: a.external_account_number, outcome: 'failed', step: 'account', ...base, errors: [{ code: 'duplicate', attr: 'account.external_account_number', detail: `Account "${a.external_account_number}" appears on an earlier line of this job.` }], finished_at: 'AT' },
+      { line: 5, external_account_number: a.external_account_number, outcome: 'failed', step: 'account', ...base, errors: [{ code: 'duplicate_in_file', attr: 'account.external_account_number', detail: `Account "${a.external_account_number}" is already on line 1 of this job; a job holds each account once.` }], finished_at: 'AT' },
       { line: 6, external_account_number: b.external_account_number, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'unknown_field', attr: 'extra', detail: 'This field is not part of the documented payload and must not be sent.' }], finished_at: 'AT' },
       { line: 7, external_account_number: null, outcome: 'failed', step: 'parse', ...base, errors: [{ code: 'required', attr: 'account', detail: 'This field is required.' }], finished_at: 'AT' },
     ]);

@@ -83,6 +83,6 @@ describe('migration_record.failed', () => {
     await upload(tenant, job, [JSON.stringify({ account }), JSON.stringify({ account })]);
     const events = await eventsOf(t, tenant, 1);
     assert.deepEqual(events.map((e) => [e.type, e.external_account_number, e.data.line, e.data.step, e.data.errors[0].code]),
-      [['migration_record.failed', account.external_account_number, 2, 'account', 'duplicate']]);
+      [['migration_record.failed', account.external_account_number, 2, 'account', 'duplicate_in_file']]);
   });
 });

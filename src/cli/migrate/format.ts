@@ -1,7 +1,10 @@
 import type { Job } from './api-session.ts';
 
-/** A job's failed records: before its account existed (the line or the account step), or on an existing account. */
-export interface FailureSplit { before_account: number; after_account: number }
+/**
+ * A job's failed records: before its account existed (the line, or the account step), or on an
+ * existing account; and by step, the records failing with each code (a record once per code it has).
+ */
+export interface FailureSplit { before_account: number; after_account: number; by_step: Record<string, Record<string, number>> }
 
 // How numbers, sizes and durations read in import-migrate's output. Fixed to en-GB grouping so that
 // output (and the tests that read it) does not change with the machine's locale.
@@ -63,7 +66,21 @@ export function summary(job: Job, failuresFile: string | null, split?: FailureSp
     }
   }
   lines.push(row('total', job.counts.total));
-  if (job.errors_by_code.length > 0) lines.push(`Errors: ${topErrors(job, 10)}`);
+  const steps = Object.entries(split?.by_step ?? {});
+  if (steps.length > 0) {
+    // Every failure, by the step that failed and its codes: what to fix before the real run.
+    lines.push('Failures by step and code:');
+    const stepWidth = Math.max(...steps.map(([step]) => step.length));
+    for (const [step, codes] of steps) {
+      const listed = Object.entries(codes).sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).map(([code, n]) => `${code} ${number(n)}`);
+      lines.push(`  ${step.padEnd(stepWidth)}  ${listed.join(', ')}`);
+    }
+  } else if (job.errors_by_code.length > 0) {
+    lines.push(`Errors: ${topErrors(job, 10)}`);
+  }
   if (failuresFile) lines.push(`Failed records: ${failuresFile}`);
+  if (job.dry_run && job.state === 'completed') {
+    lines.push('A pre-flight: nothing was written. The real run of this file, on a store that has not changed, gives each record this outcome.');
+  }
   return `${lines.join('\n')}\n`;
 }

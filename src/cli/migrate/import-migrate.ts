@@ -29,8 +29,8 @@ interface CommandSpec { args: string[]; options: string[]; synopsis: string; run
 
 const COMMANDS: Record<string, CommandSpec> = {
   run: {
-    args: ['FILE'], options: ['supplier', 'team', 'dry-run', 'not-before', 'not-after', 'max-rate', 'resume'],
-    synopsis: 'run FILE --supplier CODE --team NAME [--dry-run] [--not-before T] [--not-after T] [--max-rate N]\n  import-migrate run FILE --resume JOB',
+    args: ['FILE'], options: ['supplier', 'team', 'dry-run', 'on-drift', 'not-before', 'not-after', 'max-rate', 'resume'],
+    synopsis: 'run FILE --supplier CODE --team NAME [--dry-run] [--on-drift warn|fail] [--not-before T] [--not-after T] [--max-rate N]\n  import-migrate run FILE --resume JOB',
     run: (ctx, [file]) => runFile(ctx, file!),
   },
   watch: { args: ['JOB'], options: [], synopsis: 'watch JOB', run: (ctx, [job]) => watchCommand(ctx, job!) },
@@ -46,7 +46,7 @@ const COMMANDS: Record<string, CommandSpec> = {
 
 const OPTIONS = {
   url: { type: 'string' }, 'api-key': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-  supplier: { type: 'string' }, team: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'not-before': { type: 'string' },
+  supplier: { type: 'string' }, team: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'on-drift': { type: 'string' }, 'not-before': { type: 'string' },
   'not-after': { type: 'string' }, 'max-rate': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
   mapping: { type: 'string' }, out: { type: 'string' }, init: { type: 'boolean' },
 } as const;
@@ -136,11 +136,14 @@ function checkCommandLine(name: string, command: CommandSpec, args: string[], fl
     if (!GLOBAL_OPTIONS.has(option) && !command.options.includes(option)) throw new UsageError(`--${option} does not apply to ${name}`);
   }
   if (name === 'run') {
-    const creating = ['supplier', 'team', 'dry-run', 'not-before', 'not-after', 'max-rate'].filter((o) => flags[o] !== undefined);
+    const creating = ['supplier', 'team', 'dry-run', 'on-drift', 'not-before', 'not-after', 'max-rate'].filter((o) => flags[o] !== undefined);
     if (flags.resume !== undefined && creating.length > 0) throw new UsageError(`--resume takes no --${creating[0]}: the job has them`);
     if (flags.resume === undefined && (!flags.supplier || !flags.team)) throw new UsageError('give --supplier and --team, or --resume JOB');
     for (const option of ['not-before', 'not-after']) {
       if (flags[option] !== undefined && !UTC.test(flags[option] as string)) throw new UsageError(`--${option} must be a UTC time like 2026-01-31T22:00:00Z`);
+    }
+    if (flags['on-drift'] !== undefined && !['warn', 'fail'].includes(flags['on-drift'] as string)) {
+      throw new UsageError('--on-drift must be warn (a record that differs from its stored account succeeds, with warnings) or fail');
     }
     if (flags['max-rate'] !== undefined && maxRate(flags['max-rate'] as string) === undefined) {
       throw new UsageError('--max-rate must be a whole number of records a minute from 1 to 1000000');

@@ -26,6 +26,7 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
       body: {
         import_supplier: flags.supplier as string, operations_team_name: flags.team as string,
         ...(flags['dry-run'] ? { dry_run: true } : {}),
+        ...(flags['on-drift'] ? { on_drift: flags['on-drift'] as 'warn' | 'fail' } : {}),
         ...(flags['not-before'] ? { not_before: flags['not-before'] as string } : {}),
         ...(flags['not-after'] ? { not_after: flags['not-after'] as string } : {}),
         ...(flags['max-rate'] ? { max_records_per_minute: maxRate(flags['max-rate'] as string)! } : {}),

@@ -81,13 +81,16 @@ export async function streamResults(
 export async function collectFailures(session: ApiSession, jobId: string, file: string | null): Promise<{ path: string | null; split: FailureSplit }> {
   const path = file ? `${file}.${jobId}.failed.ndjson` : null;
   const out = path ? createWriteStream(path) : null;
-  const split: FailureSplit = { before_account: 0, after_account: 0 };
+  const split: FailureSplit = { before_account: 0, after_account: 0, by_step: {} };
+  const steps = ['parse', 'account', 'statements', 'transactions', 'notes', 'payment_instruction'];
   let partial = '';
   const count = (line: string) => {
     if (line.trim() === '') return;
     const result = JSON.parse(line) as RecordResult;
     if (result.step === 'parse' || result.step === 'account' || result.service_account_number === null) split.before_account++;
     else split.after_account++;
+    const codes = (split.by_step[result.step ?? 'account'] ??= {});
+    for (const code of new Set(result.errors.map((e) => e.code))) codes[code] = (codes[code] ?? 0) + 1;
   };
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -104,5 +107,7 @@ export async function collectFailures(session: ApiSession, jobId: string, file: 
     },
   });
   await streamResults(session, jobId, sink, { outcome: 'failed' });
+  // In the order the steps run, so the table reads as the records went.
+  split.by_step = Object.fromEntries(Object.entries(split.by_step).sort(([a], [b]) => steps.indexOf(a) - steps.indexOf(b)));
   return { path, split };
 }

@@ -33,17 +33,27 @@ export function tryLockAccountExpr(importId: RawBuilder<unknown>): RawBuilder<bo
     THEN pg_try_advisory_xact_lock((${ACCOUNT_LOCK_SPACE}::int8 << 32) | (${importId})::int8) END`;
 }
 
+const LOCK_SPACES = { account: { space: ACCOUNT_LOCK_SPACE, objsubid: 1 }, slot: { space: SLOT_LOCK_SPACE, objsubid: 2 } } as const;
+
+/**
+ * The one reading of pg_locks: the locks of one kind held now in this database, by any session of any
+ * instance, as a relation with `objid` (the import id of an account lock, the slot number of a slot)
+ * to select from or join. pg_locks holds a few hundred rows at most.
+ */
+export function heldLocks(kind: keyof typeof LOCK_SPACES): RawBuilder<{ objid: number }> {
+  const { space, objsubid } = LOCK_SPACES[kind];
+  return sql<{ objid: number }>`(SELECT objid FROM pg_locks
+      WHERE locktype = 'advisory' AND granted AND objsubid = ${sql.lit(objsubid)}
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND classid = ${space}::int8::oid)`;
+}
+
 /**
  * Whether some session holds the account lock of the import process `importId` (an SQL expression,
  * so a query can test it for its own row): a create is running, status IN_PROGRESS.
  */
 export function accountLockHeld(importId: RawBuilder<unknown> | number): RawBuilder<boolean> {
-  return sql<boolean>`EXISTS (
-      SELECT 1 FROM pg_locks
-      WHERE locktype = 'advisory' AND granted AND objsubid = 1
-        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-        AND classid = ${ACCOUNT_LOCK_SPACE}::int8::oid AND objid = (${importId})::int8::oid
-    )`;
+  return sql<boolean>`EXISTS (SELECT 1 FROM ${heldLocks('account')} AS l WHERE l.objid = (${importId})::int8::oid)`;
 }
 
 /**

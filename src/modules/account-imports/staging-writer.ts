@@ -161,8 +161,16 @@ async function flush(db: Kysely<Database>, batch: Pending[]): Promise<void> {
   }
 }
 
+/**
+ * A writer without group commit: each stage in a transaction of its own on `db`. For work that must
+ * stay on one handle (a pre-flight's rehearsal, db/rehearsal.ts), where a shared batch cannot join.
+ */
+export function stagingOn(db: Kysely<Database>): StagingWriter {
+  return { stage: (row) => writeAlone(db, row) };
+}
+
 /** The single-row path, as staging was written before group commit: its own transaction and event. */
-function writeAlone(db: Kysely<Database>, row: Pending): Promise<StageOutcome> {
+function writeAlone(db: Kysely<Database>, row: StageRow): Promise<StageOutcome> {
   return db.transaction().execute(async (trx) => {
     const written = await imports.upsertStaged(trx, row.supplierId, row.externalAccountNumber, row.data);
     if (!written) return { refused: true } as const;

@@ -1,13 +1,14 @@
 import type { Kysely } from 'kysely';
 import { PATH_SAFE_PATTERN } from '../../core/identifiers.ts';
+import { AppError } from '../../core/errors.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, SupplierStatus } from '../../db/schema.ts';
 import * as repo from './admin.repository.ts';
 import { generateKey } from './api-keys.ts';
-import { AdminError } from './admin-error.ts';
 
 // The service team's operations (D2). The CLI calls these; so do the test factories and the demo seed.
-// Failures are AdminError: a code (which decides import-admin's exit status) and a one-line reason.
+// Failures are AppError, with a one-line reason in the CLI's lower-case style; a field's rule names the
+// field (`attr`) and import-admin words it as its flag, so no flag name is written here.
 
 type Db = Kysely<Database>;
 
@@ -25,7 +26,7 @@ export async function createOrganisation(db: Db, name: string): Promise<{ organi
   requireText(name, 'organisation name');
   return db.transaction().execute(async (trx) => {
     const org = await repo.insertOrganisation(trx, name).catch((error) => {
-      if (isUniqueViolation(error)) throw new AdminError('already_exists', `organisation "${name}" already exists`);
+      if (isUniqueViolation(error)) throw new AppError('already_exists', `organisation "${name}" already exists`);
       throw error;
     });
     const key = generateKey();
@@ -36,7 +37,7 @@ export async function createOrganisation(db: Db, name: string): Promise<{ organi
 
 export async function createApiKey(db: Db, organisation: string): Promise<{ organisation: string; api_key: string }> {
   const org = await repo.findOrganisationByName(db, organisation);
-  if (!org) throw new AdminError('not_found', `no organisation named "${organisation}"`);
+  if (!org) throw new AppError('not_found', `no organisation named "${organisation}"`);
   const key = generateKey();
   await repo.insertApiKey(db, org.id, key.prefix, key.secretHash);
   return { organisation: org.name, api_key: key.key };
@@ -49,8 +50,8 @@ export async function revokeApiKey(db: Db, keyOrPrefix: string): Promise<{ revok
   if (!revoked) {
     const exists = await repo.findApiKeyByPrefix(db, prefix);
     throw (exists
-      ? new AdminError('conflict', `key ${prefix} is already revoked`)
-      : new AdminError('not_found', `no API key with prefix "${prefix}"`));
+      ? new AppError('conflict', `key ${prefix} is already revoked`)
+      : new AppError('not_found', `no API key with prefix "${prefix}"`));
   }
   return { revoked: revoked.prefix };
 }
@@ -60,7 +61,7 @@ export interface ApiKeyView { prefix: string; created_at: string; revoked_at: st
 /** An organisation's keys, oldest first: the prefix that names each, never a secret (only its hash is stored). */
 export async function listApiKeys(db: Db, organisation: string): Promise<{ organisation: string; api_keys: ApiKeyView[] }> {
   const org = await repo.findOrganisationByName(db, organisation);
-  if (!org) throw new AdminError('not_found', `no organisation named "${organisation}"`);
+  if (!org) throw new AppError('not_found', `no organisation named "${organisation}"`);
   const rows = await repo.apiKeysOf(db, org.id);
   return {
     organisation: org.name,
@@ -77,7 +78,7 @@ export interface SupplierOptions {
 export async function createSupplier(db: Db, code: string, organisation: string, options: SupplierOptions = {}): Promise<SupplierView> {
   requireCode(code);
   const org = await repo.findOrganisationByName(db, organisation);
-  if (!org) throw new AdminError('not_found', `no organisation named "${organisation}"`);
+  if (!org) throw new AppError('not_found', `no organisation named "${organisation}"`);
   const row = await repo.insertSupplier(db, {
     code,
     organisation_id: org.id,
@@ -85,7 +86,7 @@ export async function createSupplier(db: Db, code: string, organisation: string,
     ...(options.customerEmails !== undefined ? { customer_emails: options.customerEmails } : {}),
     ...(options.documentsRoot !== undefined ? { documents_root: requireRoot(options.documentsRoot) } : {}),
   }).catch((error) => {
-    if (isUniqueViolation(error)) throw new AdminError('already_exists', `supplier "${code}" already exists`);
+    if (isUniqueViolation(error)) throw new AppError('already_exists', `supplier "${code}" already exists`);
     throw error;
   });
   return { code: row.code, organisation: org.name, status: row.status, customer_emails: row.customer_emails, documents_root: row.documents_root };
@@ -100,7 +101,7 @@ export async function setSupplier(db: Db, code: string, options: SupplierOptions
   const row = Object.keys(changes).length > 0
     ? await repo.updateSupplier(db, code, changes)
     : await repo.findSupplierByCode(db, code);
-  if (!row) throw new AdminError('not_found', `no supplier with code "${code}"`);
+  if (!row) throw new AppError('not_found', `no supplier with code "${code}"`);
   const org = await db.selectFrom('organisations').select('name').where('id', '=', row.organisation_id).executeTakeFirstOrThrow();
   return { code: row.code, organisation: org.name, status: row.status, customer_emails: row.customer_emails, documents_root: row.documents_root };
 }
@@ -110,7 +111,7 @@ export async function listSuppliers(db: Db, organisation?: string): Promise<{ su
   let organisationId: number | undefined;
   if (organisation !== undefined) {
     const org = await repo.findOrganisationByName(db, organisation);
-    if (!org) throw new AdminError('not_found', `no organisation named "${organisation}"`);
+    if (!org) throw new AppError('not_found', `no organisation named "${organisation}"`);
     organisationId = org.id;
   }
   const rows = await repo.listSuppliers(db, organisationId);
@@ -119,7 +120,7 @@ export async function listSuppliers(db: Db, organisation?: string): Promise<{ su
 
 export async function showSupplier(db: Db, code: string): Promise<SupplierView> {
   const row = (await repo.listSuppliers(db, undefined, code))[0];
-  if (!row) throw new AdminError('not_found', `no supplier with code "${code}"`);
+  if (!row) throw new AppError('not_found', `no supplier with code "${code}"`);
   return toSupplierView(row);
 }
 
@@ -130,7 +131,7 @@ function toSupplierView(row: { code: string; organisation: string; status: Suppl
 export async function createTeam(db: Db, name: string): Promise<{ operations_team: string }> {
   requireText(name, 'team name');
   const row = await repo.insertTeam(db, name).catch((error) => {
-    if (isUniqueViolation(error)) throw new AdminError('already_exists', `operations team "${name}" already exists`);
+    if (isUniqueViolation(error)) throw new AppError('already_exists', `operations team "${name}" already exists`);
     throw error;
   });
   return { operations_team: row.name };
@@ -143,10 +144,10 @@ export async function listTeams(db: Db): Promise<{ operations_teams: Array<{ nam
 
 export async function skipAccount(db: Db, supplierCode: string, externalAccountNumber: string) {
   const supplier = await repo.findSupplierByCode(db, supplierCode);
-  if (!supplier) throw new AdminError('not_found', `no supplier with code "${supplierCode}"`);
+  if (!supplier) throw new AppError('not_found', `no supplier with code "${supplierCode}"`);
   const row = await repo.markAccountSkipped(db, supplier.id, externalAccountNumber);
-  if (!row) throw new AdminError('not_found', `no staged data for account "${externalAccountNumber}" of supplier "${supplierCode}"`);
-  if (row.account_id !== null) throw new AdminError('conflict', `account "${externalAccountNumber}" is already imported`);
+  if (!row) throw new AppError('not_found', `no staged data for account "${externalAccountNumber}" of supplier "${supplierCode}"`);
+  if (row.account_id !== null) throw new AppError('conflict', `account "${externalAccountNumber}" is already imported`);
   return { import_supplier: supplierCode, external_account_number: externalAccountNumber, skipped: true as const };
 }
 
@@ -166,18 +167,18 @@ export interface VendorView { vendor: string; kind: string; url: string; secret_
 /** The values' rules, checked before the store is opened (a mistake in them is a command-line mistake). */
 export function checkVendorOptions(options: VendorOptions): void {
   if (options.kind !== undefined && !(VENDOR_KINDS as readonly string[]).includes(options.kind)) {
-    throw new AdminError('invalid_argument', `--kind must be one of ${VENDOR_KINDS.join(', ')}, got "${options.kind}"`);
+    throw AppError.field('invalid', `must be one of ${VENDOR_KINDS.join(', ')}, got "${options.kind}"`, 'kind');
   }
   if (options.url !== undefined) {
     let url: URL;
-    try { url = new URL(options.url); } catch { throw new AdminError('invalid_argument', `--url "${options.url}" is not a URL`); }
-    if (!['http:', 'https:'].includes(url.protocol)) throw new AdminError('invalid_argument', '--url must be http:// or https://');
+    try { url = new URL(options.url); } catch { throw AppError.field('invalid', `"${options.url}" is not a URL`, 'url'); }
+    if (!['http:', 'https:'].includes(url.protocol)) throw AppError.field('invalid', 'must be http:// or https://', 'url');
   }
   const timeout = options.timeoutMs;
   if (timeout !== undefined && (!Number.isInteger(timeout) || timeout < 1 || timeout > 120_000)) {
-    throw new AdminError('invalid_argument', '--timeout-ms must be a whole number from 1 to 120000');
+    throw AppError.field('invalid', 'must be a whole number from 1 to 120000', 'timeout_ms');
   }
-  if (options.secret === '') throw new AdminError('invalid_argument', '--secret must not be empty (--no-secret removes it)');
+  if (options.secret === '') throw AppError.field('invalid', 'must not be empty', 'secret');
 }
 
 export async function createVendor(db: Db, code: string, options: VendorOptions & { kind: string; url: string }) {
@@ -186,7 +187,7 @@ export async function createVendor(db: Db, code: string, options: VendorOptions 
   const row = await repo.insertVendor(db, {
     code, kind: options.kind, url: options.url.replace(/\/+$/, ''), secret: options.secret ?? null, timeout_ms: options.timeoutMs ?? 5000,
   }).catch((error) => {
-    if (isUniqueViolation(error)) throw new AdminError('already_exists', `vendor "${code}" already exists`);
+    if (isUniqueViolation(error)) throw new AppError('already_exists', `vendor "${code}" already exists`);
     throw error;
   });
   return { vendor: row.code, kind: row.kind, url: row.url };
@@ -226,14 +227,14 @@ export async function deleteVendor(db: Db, code: string): Promise<{ deleted: str
     if (!vendor) throw vendorNotFound(code);
     const used = await repo.countVendorInstructions(trx, vendor.id);
     if (used > 0) {
-      throw new AdminError('conflict', `vendor "${code}" has ${used} payment instruction${used === 1 ? '' : 's'} and cannot be deleted`);
+      throw new AppError('conflict', `vendor "${code}" has ${used} payment instruction${used === 1 ? '' : 's'} and cannot be deleted`);
     }
     await repo.deleteVendor(trx, vendor.id);
     return { deleted: code };
   });
 }
 
-const vendorNotFound = (code: string) => new AdminError('not_found', `no vendor with code "${code}"`);
+const vendorNotFound = (code: string) => new AppError('not_found', `no vendor with code "${code}"`);
 
 function toVendorView(row: repo.VendorRow): VendorView {
   return {
@@ -242,23 +243,23 @@ function toVendorView(row: repo.VendorRow): VendorView {
 }
 
 function requireText(value: string, what: string): void {
-  if (!value || value.trim() !== value || value.length > 200) throw new AdminError('invalid_argument', `${what} must be 1 to 200 characters with no surrounding spaces`);
+  if (!value || value.trim() !== value || value.length > 200) throw new AppError('invalid', `${what} must be 1 to 200 characters with no surrounding spaces`);
 }
 
 // Codes appear in URL paths: the same rule as external account numbers (D5).
 const PATH_SAFE = new RegExp(PATH_SAFE_PATTERN, 'u');
 function requireCode(code: string): void {
   if (code === '' || code.length > 64 || !PATH_SAFE.test(code)) {
-    throw new AdminError('invalid_argument', `code "${code}" must be 1 to 64 characters, not "." or "..", without "/", control or format characters or surrounding spaces`);
+    throw new AppError('invalid', `code "${code}" must be 1 to 64 characters, not "." or "..", without "/", control or format characters or surrounding spaces`);
   }
 }
 
 function requireStatus(status: string): SupplierStatus {
-  if (!(SUPPLIER_STATUSES as readonly string[]).includes(status)) throw new AdminError('invalid_argument', `--status must be one of ${SUPPLIER_STATUSES.join(', ')}`);
+  if (!(SUPPLIER_STATUSES as readonly string[]).includes(status)) throw AppError.field('invalid', `must be one of ${SUPPLIER_STATUSES.join(', ')}`, 'status');
   return status as SupplierStatus;
 }
 
 function requireRoot(root: string): string {
-  if (root.length > 500 || root.includes('..') || root.includes('\\')) throw new AdminError('invalid_argument', '--documents-root must be a relative path of at most 500 characters, without ".." or "\\"');
+  if (root.length > 500 || root.includes('..') || root.includes('\\')) throw AppError.field('invalid', 'must be a relative path of at most 500 characters, without ".." or "\\"', 'documents_root');
   return root.replace(/^\/+|\/+$/g, '');
 }

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import { closeSync, fchmodSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { AppError } from '../../core/errors.ts';
 import type { Database } from '../../db/schema.ts';
 import { countOrganisations, findApiKeyByPrefix, findOrganisationByName, findTeamByName } from './admin.repository.ts';
-import { AdminError } from './admin-error.ts';
 import { createOrganisation, createSupplier, createTeam } from './admin.service.ts';
 
 // A fresh store with no organisation at all gets something to try the API with at once (D2): an
@@ -20,7 +20,7 @@ export async function seedDemo(db: Kysely<Database>): Promise<DemoSeed | null> {
     ({ api_key: apiKey } = await createOrganisation(db, DEMO.organisation));
   } catch (error) {
     // Another instance seeded in the meantime (several servers over one empty PostgreSQL).
-    if (error instanceof AdminError) return null;
+    if (error instanceof AppError && error.code === 'already_exists') return null;
     throw error;
   }
   await createSupplier(db, DEMO.supplier, DEMO.organisation);

@@ -46,7 +46,7 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
   // Only what the signature proves is kept; the key's state is looked up on every request below, so
   // a revocation still cuts its tokens off at once.
   const verifyToken = createVerifier({ key: secret, algorithms: ['HS256'], allowedIss: ISSUER, requiredClaims: ['exp', 'iat'], cache: 10_000 });
-  const failed = () => new AppError('authentication_failed', 'Invalid or revoked credentials.');
+  const failed = () => new AppError('authentication_failed');
 
   // Each refresh token is a row (refresh-tokens.repository.ts) in a family that starts at an API key:
   // trading one marks it used and issues its successor; a used one presented again revokes the family.
@@ -71,7 +71,7 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
       payload = verifyToken(token);
     } catch (error) {
       if (error instanceof TokenError && error.code === TokenError.codes.expired) {
-        throw new AppError('token_expired', 'The token has expired; obtain a new one.');
+        throw new AppError('token_expired');
       }
       throw failed();
     }

@@ -10,7 +10,7 @@ export const MAX_SEARCH_PAGE = 500;
 export const RecordSearchQuery = Type.Object({
   external_account_number: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only the record of this account (exact).' })),
   outcome: Type.Optional(Choice(RECORD_OUTCOMES, 'Only records with this outcome.')),
-  error_code: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only records whose first error has this code (e.g. invalid_phone_number, duplicate, invalid_json).' })),
+  error_code: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only records whose first error has this code (e.g. invalid_phone_number, duplicate_in_file, parse_error).' })),
   after_line: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647, format: 'int32', description: 'The next page: records after this line (the last answer\'s next_after_line).' })),
   page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_SEARCH_PAGE, format: 'int32', description: 'Records per page (default 50).' })),
 }, { additionalProperties: false });

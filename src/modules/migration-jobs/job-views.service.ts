@@ -4,7 +4,7 @@ import type { Database } from '../../db/schema.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import * as repo from './job-views.repository.ts';
 import { BUCKET_SECONDS, MAX_BUCKETS, type JobRate, type RecordSearchPage, type RecordSearchQuery } from './job-views.schemas.ts';
-import { isFinished } from './migration-jobs.schemas.ts';
+import { isFinished } from './job-states.ts';
 import { requireJob, resultOf } from './migration-jobs.service.ts';
 
 // The lead's views of one job: its records searched, and its pace on a time scale that fits it.

@@ -1,7 +1,8 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Supplier } from '../../db/schema.ts';
 import { SERVER_PREPARED } from '../../db/server-prepared.ts';
-import type { JobCounts, OnDrift, RecordError, RecordOutcome, RecordStep, RecordWarning, StoredJobState } from './migration-jobs.schemas.ts';
+import type { JobCounts, OnDrift, RecordError, RecordOutcome, RecordStep, RecordWarning } from './migration-jobs.schemas.ts';
+import { SQL_ACTIVE_JOB_STATES, SQL_WAITING_JOB_STATES, type StoredJobState } from './job-states.ts';
 
 // Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
 // uploaded line; counts are answered from the (job_id, outcome) index.
@@ -112,7 +113,7 @@ export async function takeDispatchAllowance(trx: Transaction<Database>, jobId: s
 
 /** The first record a worker claims moves a queued or scheduled job to running. */
 export async function markRunning(db: Db, id: string): Promise<void> {
-  await sql`UPDATE migration_jobs SET state = 'running' WHERE id = ${id}::uuid AND state IN ('queued', 'scheduled')`.execute(db);
+  await sql`UPDATE migration_jobs SET state = 'running' WHERE id = ${id}::uuid AND state IN (${SQL_WAITING_JOB_STATES})`.execute(db);
 }
 
 export async function countsOf(db: Db, jobId: string): Promise<JobCounts> {
@@ -159,12 +160,27 @@ export interface NewRecord {
   final_at_upload: boolean;
 }
 
-/** Of these external account numbers, the ones a record of the job already has. */
-export async function takenAccountNumbers(trx: Transaction<Database>, jobId: string, numbers: string[]): Promise<Set<string>> {
-  if (numbers.length === 0) return new Set();
-  const { rows } = await sql<{ n: string }>`SELECT external_account_number AS n FROM migration_job_records
+/** Of these external account numbers, the ones a record of the job already has, with that record's line. */
+export async function takenAccountNumbers(trx: Transaction<Database>, jobId: string, numbers: string[]): Promise<Map<string, number>> {
+  if (numbers.length === 0) return new Map();
+  const { rows } = await sql<{ n: string; line: number }>`SELECT external_account_number AS n, line FROM migration_job_records
     WHERE job_id = ${jobId}::uuid AND NOT final_at_upload AND external_account_number = ANY(${numbers}::text[])`.execute(trx);
-  return new Set(rows.map((r) => r.n));
+  return new Map(rows.map((r) => [r.n, r.line]));
+}
+
+/** Of these electricity identifiers, the ones an earlier record of the job names, with that record's line. */
+export async function takenSupplyPoints(trx: Transaction<Database>, jobId: string, identifiers: string[]): Promise<Map<string, number>> {
+  if (identifiers.length === 0) return new Map();
+  const { rows } = await sql<{ identifier: string; line: number }>`SELECT identifier, line FROM migration_job_supply_points
+    WHERE job_id = ${jobId}::uuid AND identifier = ANY(${identifiers}::text[])`.execute(trx);
+  return new Map(rows.map((r) => [r.identifier, r.line]));
+}
+
+/** The electricity identifiers of the records accepted at upload, each with the first line that names it. */
+export async function addSupplyPoints(trx: Transaction<Database>, jobId: string, points: Array<{ identifier: string; line: number }>): Promise<void> {
+  if (points.length === 0) return;
+  await sql`INSERT INTO migration_job_supply_points (job_id, identifier, line)
+    SELECT ${jobId}::uuid, p.identifier, p.line FROM jsonb_to_recordset(${JSON.stringify(points)}::jsonb) AS p(identifier text, line int)`.execute(trx);
 }
 
 /** One multi-row insert (the batch travels as one jsonb parameter), and the job's line counter. */
@@ -271,7 +287,7 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
       UPDATE migration_job_records r SET outcome = 'running', attempts = r.attempts + 1
       FROM job
       WHERE r.job_id = ${jobId}::uuid AND r.line = ${line} AND r.outcome IN ('pending', 'running')
-        AND job.state IN ('queued', 'scheduled', 'running') AND job.supplier_status <> 'paused' AND NOT job.paused
+        AND job.state IN (${SQL_ACTIVE_JOB_STATES}) AND job.supplier_status <> 'paused' AND NOT job.paused
       RETURNING r.line, r.external_account_number, r.record, r.outcome, r.step, r.created, r.service_account_number,
         r.errors, r.warnings, r.attempts, r.finished_at
     )

@@ -9,13 +9,7 @@ import { Nullable, RequiredText } from '../../schemas/text.ts';
 
 export const JOB_STATES = ['open', 'scheduled', 'queued', 'running', 'paused', 'completed', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
-export const STORED_JOB_STATES = ['open', 'scheduled', 'queued', 'running', 'completed', 'cancelled'] as const;
-export type StoredJobState = (typeof STORED_JOB_STATES)[number];
-/** The stored states of a job under way: shown as `paused` while the job or its supplier is paused. */
-export const ACTIVE_JOB_STATES: readonly StoredJobState[] = ['scheduled', 'queued', 'running'];
-export const isActive = (state: StoredJobState): boolean => ACTIVE_JOB_STATES.includes(state);
-/** The stored states of a job that has ended. */
-export const isFinished = (state: StoredJobState): boolean => state === 'completed' || state === 'cancelled';
+// The states a job is stored in, and which of them are active or finished: job-states.ts.
 
 export const RECORD_OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cancelled'] as const;
 export type RecordOutcome = (typeof RECORD_OUTCOMES)[number];
@@ -67,7 +61,7 @@ export type ControlTotals = Static<typeof ControlTotals>;
 export const CreateJobBody = Type.Object({
   import_supplier: ImportSupplierCode,
   operations_team_name: RequiredText(100, { description: 'The operations team the accounts are created for.' }),
-  dry_run: Type.Optional(Type.Boolean({ description: 'Validate, stage and dry-run create each account; import nothing else.' })),
+  dry_run: Type.Optional(Type.Boolean({ description: 'A pre-flight: run every step of every record with the real rules, against the store as it is, and roll each record back. Nothing is written but the job and its results; the real run of the same file gives each record the same outcome.' })),
   not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
   not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
   max_records_per_minute: Type.Optional(Nullable(MaxRecordsPerMinute)),

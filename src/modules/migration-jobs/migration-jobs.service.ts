@@ -13,14 +13,15 @@ import * as repo from './migration-jobs.repository.ts';
 import * as totals from './reconciliation.repository.ts';
 import { ResumableSha256 } from '../../core/resumable-sha256.ts';
 import {
-  CSV_COLUMNS, isActive, isFinished, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordOutcome,
-  type RecordResult, type UpdateJobBody, type UploadReply,
+  CSV_COLUMNS, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordError, type RecordOutcome,
+  type RecordResult, type RecordStep, type UpdateJobBody, type UploadReply,
 } from './migration-jobs.schemas.ts';
 import { ndjsonLines, UploadLimitExceeded, type Line } from './ndjson-lines.ts';
 import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
 import { recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
 import { parseLine } from './record-line.ts';
+import { isActive, isFinished } from './job-states.ts';
 import { recordFailedEvent } from './record-failed-event.ts';
 import { recordEvents } from '../events/events.repository.ts';
 
@@ -228,23 +229,36 @@ async function writeBatch(deps: JobsDeps, jobId: string, lines: HashedLine[], up
     const room = Math.max(0, deps.config.jobMaxRecords - job.total_lines);
     const kept = lines.slice(0, room);
     const parsed = kept.map((hashed) => parseLine(hashed.line));
+    // Within the file, the earlier line wins: a later line naming the same account, or an electricity
+    // supply point of an earlier line's account, fails here, before any worker runs either of them.
     const numbers = parsed.flatMap((p) => (p.ext !== null && p.errors.length === 0 ? [p.ext] : []));
     const taken = await repo.takenAccountNumbers(trx, jobId, [...new Set(numbers)]);
+    const pointsTaken = await repo.takenSupplyPoints(trx, jobId, [...new Set(parsed.flatMap((p) => p.points.map((point) => point.identifier)))]);
+    const newPoints: Array<{ identifier: string; line: number }> = [];
     const records: repo.NewRecord[] = parsed.map((p, index) => {
       const line = job.total_lines + index + 1;
-      if (p.errors.length > 0) {
-        return { line, external_account_number: p.ext, record: p.record, outcome: 'failed', step: 'parse', errors: p.errors, final_at_upload: true };
+      const failed = (step: RecordStep, errors: RecordError[]): repo.NewRecord =>
+        ({ line, external_account_number: p.ext, record: p.record, outcome: 'failed', step, errors, final_at_upload: true });
+      if (p.errors.length > 0) return failed('parse', p.errors);
+      const firstLine = p.ext === null ? undefined : taken.get(p.ext);
+      if (firstLine !== undefined) {
+        return failed('account', [{ code: 'duplicate_in_file', attr: 'account.external_account_number',
+          detail: `Account "${p.ext}" is already on line ${firstLine} of this job; a job holds each account once.` }]);
       }
-      if (p.ext !== null && taken.has(p.ext)) {
-        return {
-          line, external_account_number: p.ext, record: p.record, outcome: 'failed', step: 'account', final_at_upload: true,
-          errors: [{ code: 'duplicate', attr: 'account.external_account_number', detail: `Account "${p.ext}" appears on an earlier line of this job.` }],
-        };
+      const clash = p.points.find((point) => pointsTaken.has(point.identifier));
+      if (clash) {
+        return failed('account', [{ code: 'supply_point_already_registered', attr: clash.attr,
+          detail: `Supply point identifier "${clash.identifier}" is already on the account of line ${pointsTaken.get(clash.identifier)} of this job.` }]);
       }
-      if (p.ext !== null) taken.add(p.ext);
+      if (p.ext !== null) taken.set(p.ext, line);
+      for (const point of p.points) {
+        pointsTaken.set(point.identifier, line);
+        newPoints.push({ identifier: point.identifier, line });
+      }
       return { line, external_account_number: p.ext, record: p.record, outcome: 'pending', step: null, errors: [], final_at_upload: false };
     });
     await repo.appendRecords(trx, jobId, records);
+    await repo.addSupplyPoints(trx, jobId, newPoints);
     const last = kept[kept.length - 1];
     if (last) {
       // Another upload of the job wrote between this one's batches: the lines are not one file.

@@ -7,7 +7,7 @@ import { recordEvent } from '../events/events.repository.ts';
 import * as repo from './migration-jobs.repository.ts';
 import { finishFailedRecord } from './record-failed-event.ts';
 import { runRecord, type PipelineDeps } from './record-pipeline.ts';
-import { isActive } from './migration-jobs.schemas.ts';
+import { isActive } from './job-states.ts';
 
 // The migration jobs on the queue (D11). Three queues:
 // - migration_dispatch {job_id}: keeps up to JOB_DISPATCH_WINDOW of the job's pending records on the
@@ -157,7 +157,7 @@ async function runRecordJob(
   // The job, its supplier and the record's claim in one statement; the claim is made only while the
   // job is under way and neither it nor its supplier is paused.
   const { job, record } = await repo.claimRecordWithJob(db, data.job_id, data.line);
-  if (!job || job.state === 'completed' || job.state === 'cancelled' || job.state === 'open') return;
+  if (!job || !isActive(job.state)) return;
   if (job.supplier_status === 'paused' || job.paused) {
     // The record waits without using up its retries: a new queue job for later replaces this one.
     await queue.send(RECORD_QUEUE, data, { startAfter: config.jobPauseRecheckSeconds, ...recordPolicy(config) });

@@ -5,7 +5,8 @@ import { csvCell } from '../../core/csv.ts';
 import { normaliseDecimal } from '../../core/decimal-text.ts';
 import { ResumableSha256 } from '../../core/resumable-sha256.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
-import { isFinished, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
+import { MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
+import { isFinished } from './job-states.ts';
 import { jobView, requireJob } from './migration-jobs.service.ts';
 import * as repo from './reconciliation.repository.ts';
 import {

@@ -17,13 +17,17 @@ import type { Line } from './ndjson-lines.ts';
  */
 export const MAX_RECORD_DEPTH = 64;
 
-interface ParsedLine { ext: string | null; record: unknown; errors: RecordError[] }
+/** An electricity supply point the record's account names: its identifier and where it is in the record. */
+export interface NamedPoint { identifier: string; attr: string }
 
-const parseFailure = (detail: string): ParsedLine => ({ ext: null, record: null, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail }] });
+/** `points`: the account's electricity identifiers, each once (the first place it appears), for the within-file check. */
+interface ParsedLine { ext: string | null; record: unknown; errors: RecordError[]; points: NamedPoint[] }
+
+const parseFailure = (detail: string): ParsedLine => ({ ext: null, record: null, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail }], points: [] });
 
 export function parseLine(line: Line): ParsedLine {
   if (line.kind === 'too_long') {
-    return { ext: null, record: null, errors: [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${line.bytes} bytes; a record is at most BODY_LIMIT_BYTES.` }] };
+    return { ext: null, record: null, errors: [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${line.bytes} bytes; a record is at most BODY_LIMIT_BYTES.` }], points: [] };
   }
   if (line.kind === 'not_utf8') return parseFailure('The line is not valid UTF-8.');
   let value: unknown;
@@ -43,13 +47,13 @@ export function parseLine(line: Line): ParsedLine {
   // Checked on the parsed value, not the text: `\\u0000` in the text is a backslash, not NUL.
   recordStorableText(line.text, value);
   const unstorable = findUnstorableText(value);
-  if (unstorable.length > 0) return { ext, record: null, errors: [...unstorable] };
+  if (unstorable.length > 0) return { ext, record: null, errors: [...unstorable], points: [] };
   // A number the parse changed (1e309, 20 digits) fails here: only the parsed value is stored, and
   // the steps' validation no longer sees the text (json-numbers.ts).
   recordInexactNumbers(line.text, value);
   const inexact = [...(inexactNumbersOf(value)?.keys() ?? [])];
   if (inexact.length > 0) {
-    return { ext, record: null, errors: inexact.map((attr) => ({ code: 'invalid', attr, detail: INEXACT_NUMBER_DETAIL })) };
+    return { ext, record: null, errors: inexact.map((attr) => ({ code: 'invalid', attr, detail: INEXACT_NUMBER_DETAIL })), points: [] };
   }
   // The record's own shape: `account` required, no other keys than D11's. Each part's contents are
   // checked by its step, with its endpoint's schema.
@@ -59,8 +63,35 @@ export function parseLine(line: Line): ParsedLine {
   else if (typeof account !== 'object' || account === null || Array.isArray(account)) {
     errors.unshift({ code: 'invalid', attr: 'account', detail: 'Expected an object.' });
   }
-  return { ext, record: errors.length > 0 ? null : value, errors };
+  if (errors.length > 0) return { ext, record: null, errors, points: [] };
+  return { ext, record: value, errors, points: electricityPoints(account as Record<string, unknown>) };
 }
+
+/**
+ * The electricity identifiers of an account as sent (the ones the store keeps one account each), read
+ * defensively: the account step validates the shape. Only identifiers the store could index.
+ */
+function electricityPoints(account: Record<string, unknown>): NamedPoint[] {
+  const points: NamedPoint[] = [];
+  const seen = new Set<string>();
+  const addresses = Array.isArray(account.supply_addresses) ? account.supply_addresses as unknown[] : [];
+  addresses.forEach((address, i) => {
+    const list = isObject(address) && Array.isArray(address.supply_points) ? address.supply_points as unknown[] : [];
+    list.forEach((point, j) => {
+      if (!isObject(point) || point.supply_type !== 'ELECTRICITY') return;
+      const identifier = point.identifier;
+      if (typeof identifier !== 'string' || identifier === '' || identifier.length > MAX_INDEXED_IDENTIFIER || seen.has(identifier)) return;
+      seen.add(identifier);
+      points.push({ identifier, attr: `account.supply_addresses.${i}.supply_points.${j}.identifier` });
+    });
+  });
+  return points;
+}
+
+/** Longer identifiers are refused by the account's own rules (100 characters); the index keeps text it can hold. */
+const MAX_INDEXED_IDENTIFIER = 500;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Whether `value` (parsed from `text`) nests more than `max` levels. A document cannot be deeper than

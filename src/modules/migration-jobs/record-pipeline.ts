@@ -7,7 +7,8 @@ import type { JobQueue } from '../../queue/queue.ts';
 import { validateAccountData, type AccountData } from '../account-data/account-data.schemas.ts';
 import { createAccount } from '../account-imports/create-account.service.ts';
 import { stageAccount } from '../account-imports/stage-account.service.ts';
-import type { StagingWriter } from '../account-imports/staging-writer.ts';
+import { stagingOn, type StagingWriter } from '../account-imports/staging-writer.ts';
+import { rehearse } from '../../db/rehearsal.ts';
 import type { Caller } from '../../core/caller.ts';
 import { readSupplier } from '../../core/directory.ts';
 import { CreateNotesBody } from '../notes/notes.schemas.ts';
@@ -62,7 +63,27 @@ class StepFailure extends Error {
   ) { super(errors[0]?.detail ?? step); }
 }
 
+/**
+ * A record of a real job runs its steps for real. A record of a dry-run job (a pre-flight) runs the
+ * very same steps inside one transaction that is rolled back (db/rehearsal.ts): every rule of every
+ * step is checked as the real run will check it, against what the earlier steps would have written
+ * (the balance bound starts from the stored balance, a statement's period closes before the
+ * transactions), and nothing stays: no staged row, account, history, event or count.
+ */
 export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): Promise<RecordRun> {
+  if (!job.dry_run) return runSteps(deps, job, row);
+  let run: RecordRun;
+  try {
+    run = await rehearse(deps.db, (db) => runSteps({ ...deps, db, staging: stagingOn(db) }, job, row));
+  } catch (error) {
+    // The rehearsal's own transaction failed (the store went away): the record's steps are unknown.
+    return failedRun(deps, job, row, error, { created: row.created, number: row.service_account_number, warnings: [] });
+  }
+  // An account the rehearsal made was rolled back with it: the pre-flight created nothing.
+  return run.created === true ? { ...run, created: false, serviceAccountNumber: null } : run;
+}
+
+async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): Promise<RecordRun> {
   const record = row.record as Record<string, unknown>;
   // Each step's service finds the job's supplier in the row read with the record's claim instead of
   // reading it again: the same row, read moments before, for this record only.
@@ -75,7 +96,7 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
   let number: string | null = row.service_account_number;
   let warnings: RecordWarning[] = [];
   try {
-    // 1. The account: validated (D5), staged, created with the job's team and dry_run.
+    // 1. The account: validated, staged, created with the job's team.
     const account = record.account as AccountData;
     if (account.import_supplier !== job.supplier_code) {
       throw new StepFailure('account', [{ code: 'invalid', attr: 'account.import_supplier', detail: `The record's supplier must be the job's supplier, "${job.supplier_code}".` }], false);
@@ -100,16 +121,14 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
       try {
         const made = await createAccount({
           db: deps.db, processConcurrencyLimit: deps.processConcurrencyLimit, queue: deps.queue,
-          onCreated: (trx, made) => markRecordCreated(trx, job.id, row.line, made),
+          // A pre-flight's record is not marked: its account is rolled back.
+          onCreated: job.dry_run ? undefined : (trx, made) => markRecordCreated(trx, job.id, row.line, made),
         }, caller, {
-          import_supplier_code: job.supplier_code, external_account_number: ext, operations_team_name: job.operations_team_name, dry_run: job.dry_run,
+          import_supplier_code: job.supplier_code, external_account_number: ext, operations_team_name: job.operations_team_name,
         });
         number = made.service_account_number;
         created = true;
       } catch (error) {
-        if (error instanceof AppError && error.code === 'dry_run_rolled_back') {
-          return { kind: 'done', outcome: 'succeeded', step: null, created: false, serviceAccountNumber: null, errors: [], warnings };
-        }
         const known = alreadyImportedNumber(error);
         if (known === null) throw asStepFailure('account', error, 'account');
         number = known;
@@ -117,9 +136,6 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
         warnings = await driftOf(deps, job, account);
       }
     }
-    // 3. A dry run imports nothing else.
-    if (job.dry_run) return { kind: 'done', outcome: 'succeeded', step: null, created: false, serviceAccountNumber: number, errors: [], warnings };
-
     // 2. The account's history, statements first (they close periods).
     const base = { import_supplier: job.supplier_code, external_account_number: ext };
     if (present(record.statements)) {
@@ -143,15 +159,29 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
     }
     return { kind: 'done', outcome: 'succeeded', step: null, created, serviceAccountNumber: number, errors: [], warnings };
   } catch (error) {
-    if (error instanceof Skipped) return { kind: 'done', outcome: 'skipped', step: null, created: null, serviceAccountNumber: null, errors: [], warnings };
-    const failure = error instanceof StepFailure ? error : asStepFailure('account', error, 'account');
-    if (failure.unexpected !== undefined) {
-      deps.log.error({ err: failure.unexpected, job_id: job.id, line: row.line, step: failure.step }, 'migration record failed unexpectedly');
-    }
-    return failure.transient
-      ? { kind: 'transient', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors, warnings }
-      : { kind: 'done', outcome: 'failed', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors, warnings };
+    return failedRun(deps, job, row, error, { created, number, warnings });
   }
+}
+
+/** The record's run when a step threw: skipped, a transient failure to retry, or failed (logged when unexpected). */
+function failedRun(
+  deps: PipelineDeps, job: WorkerJobRow, row: RecordRow, error: unknown,
+  progress: { created: boolean | null; number: string | null; warnings: RecordWarning[] },
+): RecordRun {
+  const { created, number, warnings } = progress;
+  if (error instanceof Skipped) return { kind: 'done', outcome: 'skipped', step: null, created: null, serviceAccountNumber: null, errors: [], warnings };
+  let failure: StepFailure;
+  try {
+    failure = error instanceof StepFailure ? error : asStepFailure('account', error, 'account');
+  } catch (skipped) {
+    return failedRun(deps, job, row, skipped, progress);
+  }
+  if (failure.unexpected !== undefined) {
+    deps.log.error({ err: failure.unexpected, job_id: job.id, line: row.line, step: failure.step }, 'migration record failed unexpectedly');
+  }
+  return failure.transient
+    ? { kind: 'transient', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors, warnings }
+    : { kind: 'done', outcome: 'failed', step: failure.step, created, serviceAccountNumber: number, errors: failure.errors, warnings };
 }
 
 /**

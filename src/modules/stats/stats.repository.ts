@@ -1,6 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { ACCOUNT_LOCK_SPACE } from '../account-imports/import-locks.repository.ts';
+import { heldLocks } from '../account-imports/import-locks.repository.ts';
+import type { RecordOutcome } from '../migration-jobs/migration-jobs.schemas.ts';
+import { SQL_FINISHED_JOB_STATES } from '../migration-jobs/job-states.ts';
 
 // The statistics queries (D14). None counts a supplier's accounts, so the answer costs the same at a
 // million accounts as at ten: each reads counters that triggers of migration 009 keep in the writing
@@ -14,14 +16,23 @@ type Db = Kysely<Database>;
 /** A staged account is failing when its latest create attempt failed (and it is neither imported nor skipped). */
 const FAILING_E = "e.account_id IS NULL AND NOT e.skipped AND e.last_attempt_outcome = 'failed'";
 
-export interface CountsRow { staged: number; imported: number; skipped: number; failed: number }
+export const COUNTED_STATES = ['staged', 'imported', 'skipped', 'failed'] as const;
+export type CountsRow = Record<(typeof COUNTED_STATES)[number], number>;
+
+/** The sums of account_import_counts' shard rows (alias c), one column per counted state. */
+const COUNT_SUMS = sql.join(COUNTED_STATES.map((state) => sql`coalesce(sum(c.${sql.ref(state)}), 0)::int AS ${sql.ref(state)}`));
 
 export async function stateCounts(db: Db, supplierId: number): Promise<CountsRow> {
-  const { rows } = await sql<CountsRow>`SELECT
-      coalesce(sum(staged), 0)::int AS staged, coalesce(sum(imported), 0)::int AS imported,
-      coalesce(sum(skipped), 0)::int AS skipped, coalesce(sum(failed), 0)::int AS failed
-    FROM account_import_counts WHERE supplier_id = ${supplierId}`.execute(db);
+  const { rows } = await sql<CountsRow>`SELECT ${COUNT_SUMS}
+    FROM account_import_counts c WHERE c.supplier_id = ${supplierId}`.execute(db);
   return rows[0]!;
+}
+
+/** stateCounts of every supplier at once, by supplier code (/metrics). */
+export async function stateCountsBySupplier(db: Db): Promise<Array<CountsRow & { code: string }>> {
+  const { rows } = await sql<CountsRow & { code: string }>`SELECT s.code, ${COUNT_SUMS}
+    FROM import_suppliers s LEFT JOIN account_import_counts c ON c.supplier_id = s.id GROUP BY s.code`.execute(db);
+  return rows;
 }
 
 /**
@@ -30,11 +41,14 @@ export async function stateCounts(db: Db, supplierId: number): Promise<CountsRow
  */
 export async function createsInProgress(db: Db, supplierId: number): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n
-    FROM pg_locks l JOIN account_imports ai ON ai.id = l.objid::int8
-    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND l.classid = ${ACCOUNT_LOCK_SPACE}::int8::oid
-      AND ai.supplier_id = ${supplierId} AND ai.account_id IS NULL`.execute(db);
+    FROM ${heldLocks('account')} AS l JOIN account_imports ai ON ai.id = l.objid::int8
+    WHERE ai.supplier_id = ${supplierId} AND ai.account_id IS NULL`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
+/** The locks of one kind held now, in any instance: creates running (account) or concurrency slots in use (slot). */
+export async function locksHeld(db: Db, kind: 'account' | 'slot'): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${heldLocks(kind)} AS l`.execute(db);
   return rows[0]?.n ?? 0;
 }
 
@@ -88,10 +102,35 @@ export async function rejectedJobRecords(db: Db, supplierId: number): Promise<nu
   return rows[0]?.n ?? 0;
 }
 
+/** The failing accounts of every supplier by the code of their latest attempt's first error (/metrics): the same group counters. */
+export async function failingByCode(db: Db): Promise<Array<{ code: string; n: number }>> {
+  const { rows } = await sql<{ code: string; n: number }>`SELECT code, sum(failed)::int AS n FROM account_error_group_counts
+    GROUP BY code HAVING sum(failed) > 0`.execute(db);
+  return rows;
+}
+
+/** The records of every job not finished, by outcome (/metrics). */
+export async function unfinishedJobRecords(db: Db): Promise<Array<{ outcome: RecordOutcome; n: number }>> {
+  const { rows } = await sql<{ outcome: RecordOutcome; n: number }>`SELECT r.outcome, count(*)::int AS n
+    FROM migration_jobs j JOIN migration_job_records r ON r.job_id = j.id
+    WHERE j.state NOT IN (${SQL_FINISHED_JOB_STATES}) GROUP BY r.outcome`.execute(db);
+  return rows;
+}
+
+export const DELIVERY_RESULTS = ['delivered', 'rejected', 'failed'] as const;
+
+/** Webhook delivery attempts of the last hour by result: delivered (2xx), rejected (another status), failed (no answer). */
+export async function deliveriesLastHour(db: Db): Promise<Array<{ result: (typeof DELIVERY_RESULTS)[number]; n: number }>> {
+  const { rows } = await sql<{ result: (typeof DELIVERY_RESULTS)[number]; n: number }>`SELECT CASE WHEN status_code BETWEEN 200 AND 299 THEN 'delivered'
+      WHEN status_code IS NOT NULL THEN 'rejected' ELSE 'failed' END AS result, count(*)::int AS n
+    FROM webhook_deliveries WHERE at > now() - interval '1 hour' GROUP BY 1`.execute(db);
+  return rows;
+}
+
 /** The supplier's jobs not completed or cancelled, newest first (migration_jobs_supplier_idx). */
 export async function unfinishedJobIds(db: Db, supplierId: number): Promise<string[]> {
   const { rows } = await sql<{ id: string }>`SELECT id::text AS id FROM migration_jobs
-    WHERE supplier_id = ${supplierId} AND state NOT IN ('completed', 'cancelled')
+    WHERE supplier_id = ${supplierId} AND state NOT IN (${SQL_FINISHED_JOB_STATES})
     ORDER BY created_at DESC, id DESC`.execute(db);
   return rows.map((row) => row.id);
 }

@@ -139,8 +139,5 @@ export function registerFanoutTrigger(queue: JobQueue): void {
  * worker dies, its own job runs again).
  */
 async function absorbQueuedFanouts(queue: JobQueue): Promise<number> {
-  const jobs = await queue.boss.fetch(FANOUT_QUEUE, { batchSize: 1000 });
-  if (!jobs || jobs.length === 0) return 0;
-  await queue.boss.complete(FANOUT_QUEUE, jobs.map((j) => j.id));
-  return jobs.length;
+  return queue.completeReady(FANOUT_QUEUE, 1000);
 }

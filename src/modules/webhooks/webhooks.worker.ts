@@ -5,6 +5,7 @@ import type { JobQueue } from '../../queue/queue.ts';
 import { deliverBatch, DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
 import { FANOUT_QUEUE, fanOutHandler, registerFanoutTrigger } from './webhook-fanout.ts';
 import { RETENTION_CRON, RETENTION_QUEUE, runRetention } from './retention.job.ts';
+import { DELIVERY_TIMEOUT_MS } from './webhook-http.ts';
 
 // Webhooks and event retention on the job queue (D13). Three queues:
 // - webhook_fanout {}: new events → delivery jobs (webhook-fanout.ts); also scheduled every minute;
@@ -46,36 +47,23 @@ export async function startWebhookWorkers({ db, queue, config, logger }: {
   const deps = {
     db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks, logger,
   };
-  let inFlight = 0;
   const workers = Math.max(1, Math.min(2, config.workerConcurrency));
-  for (let i = 0; i < workers; i += 1) {
-    let workerId: string | undefined;
-    // eslint-disable-next-line prefer-const -- the handler may run before work() resolves: a const would still be in its TDZ
-    workerId = await queue.boss.work<DeliveryJob>(DELIVERY_QUEUE, { batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5 }, async (jobs) => {
-      inFlight += 1;
+  await queue.workBatches<DeliveryJob>(DELIVERY_QUEUE, { concurrency: workers * DELIVERY_BATCH, batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5 },
+    async (jobs) => {
       try {
-        try {
-          await deliverBatch(deps, jobs.map((job) => job.data));
-        } catch (error) {
-          // Only the store can fail here (HTTP failures are outcomes); the queue runs the batch again,
-          // and the attempts already logged are not made twice.
-          logger.warn({ err: error }, 'webhook deliveries could not be recorded; the queue retries them');
-          throw error;
-        }
-      } finally {
-        inFlight -= 1;
-        // A worker that found jobs fetches again at once, rather than after the polling interval:
-        // otherwise deliveries fall behind a steady load (a batch per half second per worker).
-        if (workerId && jobs.length > 0) queue.boss.notifyWorker(workerId);
+        await deliverBatch(deps, jobs);
+      } catch (error) {
+        // Only the store can fail here (HTTP failures are outcomes); the queue runs the batch again,
+        // and the attempts already logged are not made twice.
+        logger.warn({ err: error }, 'webhook deliveries could not be recorded; the queue retries them');
+        throw error;
       }
     });
-  }
   return {
     async stop() {
       await Promise.all([FANOUT_QUEUE, RETENTION_QUEUE].map((name) => queue.offWork(name)));
-      await queue.boss.offWork(DELIVERY_QUEUE);
-      const until = Date.now() + 11_000;
-      while (inFlight > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+      // A delivery in hand waits for its remote server up to its own timeout.
+      await queue.offWork(DELIVERY_QUEUE, DELIVERY_TIMEOUT_MS + 1000);
     },
   };
 }
