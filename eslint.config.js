@@ -16,7 +16,8 @@ const TESTS_AND_BENCH = {
 };
 
 /** Browser globals the dashboard's scripts use (they run in the page, not in node). */
-const BROWSER = Object.fromEntries(['document', 'fetch', 'sessionStorage', 'setInterval', 'clearInterval', 'URL']
+const BROWSER = Object.fromEntries(['document', 'fetch', 'sessionStorage', 'setInterval', 'clearInterval', 'URL',
+  'URLSearchParams', 'location', 'window']
   .map((name) => [name, 'readonly']));
 /** Node globals of the plain JavaScript files (scripts, bins, this file). */
 const NODE = Object.fromEntries(['process', 'console', 'Buffer', 'URL', 'setTimeout', 'clearTimeout']

@@ -16,6 +16,8 @@ export interface BenchConfig {
   readonly jobRecords: number;
   /** Minimal records of the upload-memory row. */
   readonly uploadRecords: number;
+  /** Records of the finished job the reconciliation row reads. */
+  readonly reconcileRecords: number;
   /** Accounts of the generated legacy export the convert row converts, and transactions per account. */
   readonly convertAccounts: number;
   readonly convertTransactions: number;
@@ -54,6 +56,7 @@ export function loadBenchConfig(): BenchConfig {
     accounts: { postgres: accounts, pglite: int('BENCH_PGLITE_ACCOUNTS', quick ? accounts : Math.min(accounts, 200_000)) },
     jobRecords: int('BENCH_JOB_RECORDS', quick ? 500 : 10_000),
     uploadRecords: int('BENCH_UPLOAD_RECORDS', quick ? 20_000 : 1_000_000),
+    reconcileRecords: int('BENCH_RECONCILE_RECORDS', quick ? 10_000 : 100_000),
     jobWorkers: int('BENCH_JOB_WORKERS', 8),
     convertAccounts: int('BENCH_CONVERT_ACCOUNTS', quick ? 20_000 : 1_000_000),
     convertTransactions: int('BENCH_CONVERT_TRANSACTIONS', 20),

@@ -12,6 +12,7 @@ import { lists, seedBigSupplier, status } from './scenarios/reads.ts';
 import { seedStatsSupplier, statsAtScale } from './scenarios/stats.ts';
 import { eventsCost } from './scenarios/events.ts';
 import { convertExport } from './scenarios/convert.ts';
+import { reconcileAtScale } from './scenarios/reconcile.ts';
 import { migrationJob, preflight, uploadMemory } from './scenarios/jobs.ts';
 import { createAccounts, staging, transactions, validateAccount } from './scenarios/writes.ts';
 
@@ -36,7 +37,7 @@ if (wants('convert')) {
     rows.push({ store: 'client', what: 'convert', service: {}, target: '', pass: false, aborted: error.message.split('\n')[0] });
   });
 }
-const storeRows = ['validate', 'staging', 'create', 'transactions', 'events', 'jobs', 'preflight', 'upload', 'lists', 'status', 'stats'];
+const storeRows = ['validate', 'staging', 'create', 'transactions', 'events', 'jobs', 'preflight', 'upload', 'lists', 'status', 'stats', 'reconcile'];
 for (const store of storeRows.some(wants) ? cfg.stores : []) {
   await runStore(store).catch((error: Error) => {
     log(`${store}: run failed: ${error.stack ?? error.message}`);
@@ -97,6 +98,7 @@ async function runStore(store: BenchStore): Promise<void> {
       await step('stats', 'stats: seed', () => seedStatsSupplier(ctx, accounts));
       await step('stats', `stats at ${accounts.toLocaleString('en-GB')} accounts, with a job running`, () => statsAtScale(ctx, accounts));
     }
+    await step('reconcile', 'reconciliation', () => reconcileAtScale(ctx, cfg.reconcileRecords));
   } finally {
     await server.stop();
     await echo.stop();

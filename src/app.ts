@@ -25,6 +25,7 @@ import type { TokenService } from './modules/auth/token.service.ts';
 import type { JobQueue } from './queue/queue.ts';
 import { eventsRoutes } from './modules/events/events.routes.ts';
 import { migrationJobsRoutes } from './modules/migration-jobs/migration-jobs.routes.ts';
+import { jobViewsRoutes } from './modules/migration-jobs/job-views.routes.ts';
 import { reconciliationRoutes } from './modules/migration-jobs/reconciliation.routes.ts';
 import { notesRoutes } from './modules/notes/notes.routes.ts';
 import { paymentInstructionsRoutes } from './modules/payment-instructions/payment-instructions.routes.ts';
@@ -118,7 +119,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));
     for (const routes of [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes, statementsRoutes,
-      paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, reconciliationRoutes,
+      paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, reconciliationRoutes, jobViewsRoutes,
       statsRoutes, webhookEndpointsRoutes]) {
       await v1.register(routes, deps);
     }

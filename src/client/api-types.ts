@@ -493,6 +493,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data-import/migration-jobs/{job_id}/records/search/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find a job's records by account, outcome and error code (JSON pages)
+         * @description The job's records matching every filter given, in line order, a page at a time: a record the job rejected (an unreadable line, a duplicate, an account that failed validation) is found like any other.
+         */
+        get: operations["searchMigrationJobRecords"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/migration-jobs/{job_id}/rate/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Records finished per minute, hour or day over the job's run
+         * @description The job's records counted by when they finished, in buckets as wide as the job needs: a minute while a job runs its first two hours, up to a day over a migration of months.
+         */
+        get: operations["getMigrationJobRate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/data-import/stats/{import_supplier_code}/": {
         parameters: {
             query?: never;
@@ -1093,6 +1133,35 @@ export interface components {
             /** @description What the store holds; null for not_migrated. */
             migrated: number | string | null;
         };
+        MigrationJobRecordSearch: {
+            /**
+             * Format: uuid
+             * @description The job id (a UUID).
+             */
+            job_id: string;
+            /** @description The matching records in line order, each as GET migration-jobs/<id>/records/ gives it. */
+            records: components["schemas"]["MigrationJobRecordResult"][];
+            /** @description Pass as after_line for the next page; null on the last page. */
+            next_after_line: number | null;
+        };
+        MigrationJobRate: {
+            /**
+             * Format: uuid
+             * @description The job id (a UUID).
+             */
+            job_id: string;
+            /** @description The width of each bucket: the narrowest of 60, 300, 900, 3600, 21600, 86400 seconds that shows the job in at most 120 buckets. */
+            bucket_seconds: number;
+            /** @description Every bucket from the first finished record to the last (to now while the job is under way), oldest first, empty ones included; none before a record finishes. */
+            buckets: {
+                /** @description The start of the bucket, UTC, YYYY-MM-DDTHH:MM:SSZ. */
+                start: string;
+                /** @description Records that finished succeeded or skipped in the bucket. */
+                succeeded: number;
+                /** @description Records that finished failed or cancelled in the bucket. */
+                failed: number;
+            }[];
+        };
         /** SupplierStats */
         SupplierStats: {
             import_supplier: string;
@@ -1109,6 +1178,8 @@ export interface components {
                 failed: number;
                 /** @description Marked to skip and not imported. */
                 skipped: number;
+                /** @description Records of the supplier's migration jobs that failed before their account was staged: lines that could not be read, repeated accounts, accounts that failed validation. Not among the staged accounts (so not in failed); a record fixed and staged later no longer counts. */
+                rejected: number;
             };
             /** @description The last 48 hours, oldest first, the current hour last; every hour present. */
             created_per_hour: {
@@ -6153,6 +6224,281 @@ export interface operations {
             };
         };
     };
+    searchMigrationJobRecords: {
+        parameters: {
+            query?: {
+                /** @description Only the record of this account (exact). */
+                external_account_number?: string;
+                /** @description Only records with this outcome. */
+                outcome?: "pending" | "running" | "succeeded" | "skipped" | "failed" | "cancelled";
+                /** @description Only records whose first error has this code (e.g. invalid_phone_number, duplicate_in_file, parse_error). */
+                error_code?: string;
+                /** @description The next page: records after this line (the last answer's next_after_line). */
+                after_line?: number;
+                /** @description Records per page (default 50). */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The job id. */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the matching records. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "job_id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "records": [
+                     *         {
+                     *           "line": 1,
+                     *           "external_account_number": "DEMO-0002",
+                     *           "outcome": "failed",
+                     *           "step": "account",
+                     *           "created": null,
+                     *           "service_account_number": null,
+                     *           "dry_run": false,
+                     *           "errors": [
+                     *             {
+                     *               "code": "invalid_phone_number",
+                     *               "attr": "account.customers.0.mobile",
+                     *               "detail": "Enter a valid phone number in international format with a leading +."
+                     *             }
+                     *           ],
+                     *           "warnings": [],
+                     *           "finished_at": "2025-03-04T10:21:07Z"
+                     *         }
+                     *       ],
+                     *       "next_after_line": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJobRecordSearch"];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. A filter is out of its bounds, or the job id is longer than 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "\"done\" is not a valid choice. Allowed: pending, running, succeeded, skipped, failed, cancelled.",
+                     *           "code": "invalid_choice",
+                     *           "attr": "outcome"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getMigrationJobRate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job id. */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's pace. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "job_id": "6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f",
+                     *       "bucket_seconds": 60,
+                     *       "buckets": [
+                     *         {
+                     *           "start": "2025-03-04T10:21:00Z",
+                     *           "succeeded": 212,
+                     *           "failed": 3
+                     *         },
+                     *         {
+                     *           "start": "2025-03-04T10:22:00Z",
+                     *           "succeeded": 240,
+                     *           "failed": 1
+                     *         },
+                     *         {
+                     *           "start": "2025-03-04T10:23:00Z",
+                     *           "succeeded": 0,
+                     *           "failed": 0
+                     *         },
+                     *         {
+                     *           "start": "2025-03-04T10:24:00Z",
+                     *           "succeeded": 198,
+                     *           "failed": 0
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MigrationJobRate"];
+                };
+            };
+            /** @description Refused; `code` is `invalid`. The job id is longer than 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The request failed validation.",
+                     *       "code": "invalid",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "Ensure this field has no more than 100 characters.",
+                     *           "code": "max_length",
+                     *           "attr": "job_id"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid token; `code` is one of `not_authenticated` (no Authorization header), `authentication_failed` (not a valid token, or its key was revoked), `token_expired`, or `invalid` (several Authorization headers). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Authentication credentials were not provided.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused; `code` is `not_found`. No such job of the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No migration job \"6f1c2a7e-3b4d-4c5e-9f60-7a8b9c0d1e2f\".",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; `code` is `internal_error`. It is logged with the request id (the `x-request-id` header). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "An unexpected error occurred. It has been logged with this request id.",
+                     *       "code": "internal_error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service or its database is unavailable for a moment; `code` is `service_unavailable`. Retry shortly. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The database is unavailable; retry shortly.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getSupplierStats: {
         parameters: {
             query?: never;
@@ -6180,7 +6526,8 @@ export interface operations {
                      *         "in_progress": 2,
                      *         "imported": 958,
                      *         "failed": 12,
-                     *         "skipped": 1
+                     *         "skipped": 1,
+                     *         "rejected": 14
                      *       },
                      *       "created_per_hour": [
                      *         {

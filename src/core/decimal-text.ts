@@ -1,6 +1,5 @@
-// Sums of money kept as decimal text: added as scaled integers (BigInt), never as JS numbers, so a
-// total of a million amounts is exact to the penny. The store answers numeric as text; the wire
-// carries the same text.
+// Money as decimal text, compared and written as scaled integers (BigInt), never as JS numbers. The
+// store sums numeric itself and answers it as text; the wire carries the same text.
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
 
@@ -16,14 +15,6 @@ function scaled(text: string): Scaled {
 
 function atScale(value: Scaled, scale: number): bigint {
   return value.units * 10n ** BigInt(scale - value.scale);
-}
-
-/** `a + b`, exactly. */
-export function addDecimals(a: string, b: string): string {
-  const x = scaled(a);
-  const y = scaled(b);
-  const scale = Math.max(x.scale, y.scale);
-  return formatScaled(atScale(x, scale) + atScale(y, scale), scale);
 }
 
 /** The same amount written once: at least two decimals, no trailing zeros beyond them ("-12.5" → "-12.50"). */

@@ -51,18 +51,29 @@ async function token() {
 }
 
 /** GET a JSON endpoint under /v1/data-import/; throws the D4 error body's detail on failure. */
-export const get = (path) => call('GET', path);
+export const get = async (path) => (await call('GET', path)).json();
 /** POST to an endpoint under /v1/data-import/ that takes no body (a job's pause/, resume/). */
-export const post = (path) => call('POST', path);
+export const post = async (path) => (await call('POST', path)).json();
+/** GET a keyset-paged list: its body, and the cursor of the next page from the Link header (null on the last). */
+export async function getPage(path) {
+  const res = await call('GET', path);
+  const next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '');
+  return { body: await res.json(), next: next ? new URL(next[1], location.origin).searchParams.get('cursor') : null };
+}
+/** GET an NDJSON endpoint (a job's records, its reconciliation exceptions) as an array of objects. */
+export async function getLines(path) {
+  const text = await (await call('GET', path, 'application/x-ndjson')).text();
+  return text.split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line));
+}
 
-async function call(method, path) {
+async function call(method, path, accept = 'application/json') {
   const res = await fetch(`/v1/data-import/${path}`, {
-    method, headers: { authorization: `Token ${await token()}`, accept: 'application/json' }, credentials: 'omit',
+    method, headers: { authorization: `Token ${await token()}`, accept }, credentials: 'omit',
   });
+  if (res.ok) return res;
   const body = await res.json().catch(() => null);
   if (res.status === 401) { signOut(); throw new SignedOut(body?.detail ?? 'Please sign in again.'); }
-  if (!res.ok) throw Object.assign(new Error(body?.detail ?? `HTTP ${res.status}`), { status: res.status, code: body?.code });
-  return body;
+  throw Object.assign(new Error(body?.detail ?? `HTTP ${res.status}`), { status: res.status, code: body?.code });
 }
 
 export const seg = (value) => encodeURIComponent(value);

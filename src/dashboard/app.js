@@ -1,47 +1,26 @@
-// The migration dashboard (D14). Preact + htm from node_modules, no build step. All data comes from
-// the documented JSON endpoints through api.js.
+// The migration dashboard (D14), the migration lead's view. Preact + htm from node_modules, no build
+// step. All data comes from the documented JSON endpoints through api.js.
 import { Component, h, render } from './vendor/preact.js';
 import htm from './vendor/htm.js';
 import uPlot from './vendor/uplot.js';
-import { get, isSignedIn, post, seg, signIn, signOut, SignedOut } from './api.js';
+import { get, getPage, isSignedIn, post, seg, signOut, SignedOut } from './api.js';
+import { nf } from './format.js';
+import { JobDetail, JobList, RecordRows } from './jobs.js';
+import { SignIn } from './signin.js';
 
 const html = htm.bind(h);
 const REFRESH_MS = 5000;
+const JOBS_PAGE = 10;
+/** Each headline card: its figure from the stats' counts, its name, and what exactly it counts. */
 const COUNTS = [
-  ['staged', 'Staged'], ['in_progress', 'In progress'], ['imported', 'Imported'], ['failed', 'Failed'], ['skipped', 'Skipped'],
+  ['imported', 'Imported', (c) => c.imported, () => 'accounts created'],
+  ['staged', 'Staged, not imported', (c) => c.staged, () => 'accounts waiting, failing or being created'],
+  ['in_progress', 'Creating now', (c) => c.in_progress, () => 'accounts a create is running for'],
+  ['failed', 'Failed', (c) => c.failed + c.rejected, (c) => html`<span data-testid="count-failed-accounts">${nf.format(c.failed)}</span> accounts whose last create failed
+    + <span data-testid="count-rejected">${nf.format(c.rejected)}</span> job records rejected before staging`],
+  ['skipped', 'Skipped', (c) => c.skipped, () => 'accounts marked to skip'],
 ];
-const nf = new Intl.NumberFormat('en-GB');
-
-function duration(seconds) {
-  if (seconds === null || seconds === undefined) return '—';
-  if (seconds < 60) return `${seconds}s`;
-  const m = Math.floor(seconds / 60);
-  if (m < 60) return `${m}m ${seconds % 60}s`;
-  return `${Math.floor(m / 60)}h ${m % 60}m`;
-}
-
-class SignIn extends Component {
-  submit = async (event) => {
-    event.preventDefault();
-    const key = event.currentTarget.elements.apikey.value.trim();
-    this.setState({ busy: true, error: null });
-    try {
-      await signIn(key);
-      this.props.onSignedIn();
-    } catch (error) {
-      this.setState({ busy: false, error: error.message });
-    }
-  };
-
-  render(_props, { busy, error }) {
-    return html`<form class="card signin" onSubmit=${this.submit} data-testid="signin">
-      <h1>Migration dashboard</h1>
-      <label>API key <input name="apikey" type="password" autocomplete="off" required /></label>
-      <button type="submit" disabled=${busy}>Sign in</button>
-      ${error && html`<p class="error" role="alert">${error}</p>`}
-    </form>`;
-  }
-}
+const FINISHED = ['completed', 'cancelled'];
 
 /** Accounts created per hour: a uPlot bar chart, created once and given new data on each refresh. */
 class HourlyChart extends Component {
@@ -71,8 +50,9 @@ class HourlyChart extends Component {
 
 function Counts({ counts }) {
   return html`<section class="counts">
-    ${COUNTS.map(([key, name]) => html`<div class=${`card count count-${key}`}>
-      <div class="label">${name}</div><div class="value" data-testid=${`count-${key}`}>${nf.format(counts[key])}</div>
+    ${COUNTS.map(([key, name, value, what]) => html`<div class=${`card count count-${key}`}>
+      <div class="label">${name}</div><div class="value" data-testid=${`count-${key}`}>${nf.format(value(counts))}</div>
+      <div class="what">${what(counts)}</div>
     </div>`)}
   </section>`;
 }
@@ -88,40 +68,14 @@ function ErrorGroups({ groups, onPick }) {
   </table>`;
 }
 
-const UNDER_WAY = ['scheduled', 'queued', 'running', 'paused'];
-
-/** Pause a job under way, or resume one paused with pause/ (one its supplier holds cannot be resumed here). */
-function JobControl({ job, onControl }) {
-  if (job.paused) return html`<button data-testid="job-resume" onClick=${() => onControl(job, 'resume')}>Resume</button>`;
-  if (UNDER_WAY.includes(job.state)) return html`<button data-testid="job-pause" onClick=${() => onControl(job, 'pause')}>Pause</button>`;
-  return null;
-}
-
-function Jobs({ jobs, onControl }) {
-  if (jobs.length === 0) return html`<p class="muted" data-testid="no-jobs">No unfinished migration jobs.</p>`;
-  return html`<div class="jobs">${jobs.map((job) => {
-    const c = job.counts;
-    const done = c.succeeded + c.skipped + c.failed + c.cancelled;
-    const pct = c.total > 0 ? Math.round((done / c.total) * 1000) / 10 : 0;
-    return html`<div class="card job" data-testid="job">
-      <div class="job-head"><code>${job.id.slice(0, 8)}</code> <span class=${`state state-${job.state}`}>${job.state}</span>
-        ${job.dry_run ? html`<span class="state">dry run</span>` : ''} <span class="muted">${job.operations_team_name}</span>
-        <${JobControl} job=${job} onControl=${onControl} /></div>
-      <div class="bar" title=${`${pct}%`}><div class="bar-ok" style=${{ width: `${c.total ? (c.succeeded + c.skipped) / c.total * 100 : 0}%` }}></div><div class="bar-failed" style=${{ width: `${c.total ? (c.failed + c.cancelled) / c.total * 100 : 0}%` }}></div></div>
-      <div class="job-figures" data-testid="job-figures">${[
-        `${nf.format(done)} / ${nf.format(c.total)} (${pct}%)`, `${nf.format(c.succeeded)} succeeded`, `${nf.format(c.failed)} failed`,
-        `${nf.format(c.running)} running`, `${job.records_per_minute}/min`, `ETA ${duration(job.eta_seconds)}`].join(' · ')}</div>
-    </div>`;
-  })}</div>`;
-}
-
+/** An account searched for: its import status and attempts when staged, and its records in the jobs shown. */
 function Account({ account, onClose }) {
   if (!account) return null;
-  if (account.error) return html`<section class="card account" data-testid="account"><h2>${account.ext}</h2><p class="error">${account.error}</p></section>`;
-  const { ext, status, attempts } = account;
+  const { ext, status, attempts, records, error } = account;
   return html`<section class="card account" data-testid="account">
     <h2>Account <code>${ext}</code> <button class="link close" onClick=${onClose}>close</button></h2>
-    <dl>
+    ${error && html`<p class="error">${error}</p>`}
+    ${status ? html`<dl>
       <dt>Status</dt><dd data-testid="account-status">${status.status}</dd>
       <dt>Service account</dt><dd>${status.service_account_number || '—'}</dd>
       <dt>Last error</dt><dd data-testid="account-last-error">${status.last_error ? html`<code>${status.last_error.code}</code> ${status.last_error.detail}` : '—'}</dd>
@@ -129,12 +83,18 @@ function Account({ account, onClose }) {
     <table class="attempts"><thead><tr><th>Started (UTC)</th><th>Outcome</th><th>Dry run</th><th>Error</th></tr></thead>
       <tbody>${attempts.map((a) => html`<tr data-testid="attempt"><td>${a.started_at}</td><td>${a.outcome}</td><td>${a.dry_run ? 'yes' : 'no'}</td>
         <td>${a.error ? html`<code>${a.error.code}</code>${a.error.attr ? html` at <code>${a.error.attr}</code>` : ''} ${a.error.detail}` : ''}</td></tr>`)}</tbody>
-    </table>
+    </table>` : !error && html`<p data-testid="account-not-staged">Never staged${records?.length ? ': a migration job rejected it before staging.' : '.'}</p>`}
+    ${records && (records.length > 0
+      ? html`<h3>In the migration jobs shown</h3><${RecordRows} records=${records} withJob=${true} />`
+      : html`<p class="muted">Not in the migration jobs shown.</p>`)}
   </section>`;
 }
 
 class App extends Component {
-  state = { signedIn: isSignedIn(), suppliers: null, supplier: '', stats: null, error: null, account: null, updated: null };
+  state = {
+    signedIn: isSignedIn(), suppliers: null, supplier: '', stats: null, error: null, account: null, updated: null,
+    jobs: [], cursors: [null], next: null, verdicts: {}, openJob: null,
+  };
 
   componentDidMount() {
     if (this.state.signedIn) this.loadSuppliers();
@@ -143,10 +103,10 @@ class App extends Component {
 
   componentWillUnmount() { clearInterval(this.timer); }
 
-  fail(error) {
+  fail = (error) => {
     if (error instanceof SignedOut) this.setState({ signedIn: false, stats: null, suppliers: null, error: error.message });
     else this.setState({ error: error.message });
-  }
+  };
 
   async loadSuppliers() {
     try {
@@ -158,30 +118,50 @@ class App extends Component {
   }
 
   async refresh() {
-    const { signedIn, supplier } = this.state;
+    const { signedIn, supplier, cursors } = this.state;
     if (!signedIn || !supplier || document.hidden) return;
     try {
-      const stats = await get(`stats/${seg(supplier)}/`);
-      if (stats.import_supplier === this.state.supplier) this.setState({ stats, error: null, updated: new Date() });
+      const cursor = cursors[cursors.length - 1];
+      const [stats, page] = await Promise.all([get(`stats/${seg(supplier)}/`),
+        getPage(`migration-jobs/?import_supplier=${seg(supplier)}&page_size=${JOBS_PAGE}${cursor ? `&cursor=${seg(cursor)}` : ''}`)]);
+      if (stats.import_supplier !== this.state.supplier) return;
+      const openJob = this.state.openJob && (page.body.find((j) => j.id === this.state.openJob.id) ?? this.state.openJob);
+      this.setState({ stats, jobs: page.body, next: page.next, openJob, error: null, updated: new Date() });
+      await this.loadVerdicts(page.body);
     } catch (error) { this.fail(error); }
+  }
+
+  /** The verdict of each finished job shown, reconciled once per job and end (a finished job's figures rarely move). */
+  async loadVerdicts(jobs) {
+    for (const job of jobs.filter((j) => FINISHED.includes(j.state))) {
+      const key = `${job.id}@${job.finished_at}`;
+      if (this.verdictKeys?.has(key)) continue;
+      (this.verdictKeys ??= new Set()).add(key);
+      const report = await get(`migration-jobs/${seg(job.id)}/reconciliation/`);
+      this.setState({ verdicts: { ...this.state.verdicts, [job.id]: report.verdict } });
+    }
   }
 
   pick = (event) => {
     const supplier = event.currentTarget.value;
     sessionStorage.setItem('migration-dashboard.supplier', supplier);
-    this.setState({ supplier, stats: null, account: null }, () => this.refresh());
+    this.setState({ supplier, stats: null, account: null, jobs: [], cursors: [null], next: null, openJob: null }, () => this.refresh());
   };
 
+  /** Its import status when staged, and wherever the jobs shown hold it (a record they rejected is never staged). */
   showAccount = async (ext) => {
-    const { supplier } = this.state;
+    const { supplier, jobs } = this.state;
+    const search = (job) => get(`migration-jobs/${seg(job.id)}/records/search/?external_account_number=${seg(ext)}`)
+      .then((page) => page.records.map((r) => ({ ...r, job_id: job.id })));
     try {
+      const records = (await Promise.all(jobs.map(search))).flat();
       const [status, attempts] = await Promise.all([
         get(`account-transfer-status/${seg(supplier)}/${seg(ext)}/`), get(`stats/${seg(supplier)}/attempts/${seg(ext)}/`),
-      ]);
-      this.setState({ account: { ext, status, attempts: attempts.attempts } });
+      ]).catch((error) => { if (error.status === 404) return [null, null]; throw error; });
+      this.setState({ account: { ext, status, attempts: attempts?.attempts ?? [], records } });
     } catch (error) {
       if (error instanceof SignedOut) return this.fail(error);
-      this.setState({ account: { ext, error: error.status === 404 ? `No staged account "${ext}".` : error.message } });
+      this.setState({ account: { ext, error: error.message } });
     }
   };
 
@@ -198,11 +178,17 @@ class App extends Component {
     if (ext) this.showAccount(ext);
   };
 
-  signOut = () => { signOut(); this.setState({ signedIn: false, stats: null, suppliers: null, account: null }); };
+  page = (cursors) => this.setState({ cursors }, () => this.refresh());
 
-  render(_props, { signedIn, suppliers, supplier, stats, error, account, updated }) {
+  signOut = () => { signOut(); this.setState({ signedIn: false, stats: null, suppliers: null, account: null, openJob: null }); };
+
+  render(_props, { signedIn, suppliers, supplier, stats, error, account, updated, jobs, cursors, next, verdicts, openJob }) {
     if (!signedIn) return html`<main class="narrow"><${SignIn} onSignedIn=${() => this.setState({ signedIn: true, error: null }, () => this.loadSuppliers())} />
       ${error && html`<p class="muted">${error}</p>`}</main>`;
+    const paging = {
+      newer: cursors.length > 1 ? () => this.page(cursors.slice(0, -1)) : null,
+      older: next ? () => this.page([...cursors, next]) : null,
+    };
     return html`<main>
       <header>
         <h1>Migration dashboard</h1>
@@ -221,9 +207,12 @@ class App extends Component {
       ${stats && html`
         <${Counts} counts=${stats.counts} />
         <div class="grid">
+          <section class="card"><h2>Migration jobs, newest first</h2>
+            <${JobList} jobs=${jobs} verdicts=${verdicts} selected=${openJob?.id} onControl=${this.controlJob}
+              onOpen=${(job) => this.setState({ openJob: job })} paging=${paging} /></section>
           <section class="card"><h2>Accounts created per hour (last 48 hours, UTC)</h2><${HourlyChart} hours=${stats.created_per_hour} /></section>
-          <section class="card"><h2>Migration jobs</h2><${Jobs} jobs=${stats.jobs} onControl=${this.controlJob} /></section>
         </div>
+        ${openJob && html`<${JobDetail} job=${openJob} onClose=${() => this.setState({ openJob: null })} onError=${this.fail} />`}
         <section class="card"><h2>Failing accounts by error</h2><${ErrorGroups} groups=${stats.errors_by_code} onPick=${this.showAccount} /></section>`}
     </main>`;
   }

@@ -124,6 +124,10 @@ export interface MigrationJobRecordsTable {
   outcome: Generated<string>; step: string | null; created: boolean | null; service_account_number: string | null;
   errors: JsonDefault<unknown>; final_at_upload: Generated<boolean>; enqueued: Generated<boolean>; attempts: Generated<number>;
   created_at: Generated<Date>; finished_at: Date | null; warnings: JsonDefault<unknown>;
+  /** What the line holds (migration 022): counts, and money as numeric text. */
+  file_customers: Generated<number>; file_supply_points: Generated<number>; file_meters: Generated<number>;
+  file_statements: Generated<number>; file_transactions: Generated<number>; file_notes: Generated<number>;
+  file_payment_instructions: Generated<number>; file_balance_total: Generated<string>; file_statements_gross_total: Generated<string>;
 }
 
 export interface WebhookEndpointsTable {

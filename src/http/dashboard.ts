@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { setPageHeaders } from './page-headers.ts';
 
-// GET /dashboard/ (D14): a static page and its scripts, outside the /v1 token guard (the page signs
+// GET /dashboard/ (D14): a static page and its scripts (and /dashboard/jobs/<id>/report, the printable
+// reconciliation report of a job), outside the /v1 token guard (the page signs
 // in itself, at /graphql, and calls the documented JSON endpoints with the token in a header).
 // Only the files listed here are served, read once at start: no path from the URL ever reaches
 // the file system. The libraries come from node_modules (the machines have no internet, no CDN).
@@ -18,6 +19,11 @@ const FILES: Record<string, { path: string; type: string }> = {
   '': { path: join(PAGE_DIR, 'index.html'), type: 'text/html; charset=utf-8' },
   'app.js': { path: join(PAGE_DIR, 'app.js'), type: 'text/javascript; charset=utf-8' },
   'api.js': { path: join(PAGE_DIR, 'api.js'), type: 'text/javascript; charset=utf-8' },
+  'jobs.js': { path: join(PAGE_DIR, 'jobs.js'), type: 'text/javascript; charset=utf-8' },
+  'signin.js': { path: join(PAGE_DIR, 'signin.js'), type: 'text/javascript; charset=utf-8' },
+  'format.js': { path: join(PAGE_DIR, 'format.js'), type: 'text/javascript; charset=utf-8' },
+  'report.js': { path: join(PAGE_DIR, 'report.js'), type: 'text/javascript; charset=utf-8' },
+  'report.html': { path: join(PAGE_DIR, 'report.html'), type: 'text/html; charset=utf-8' },
   'dashboard.css': { path: join(PAGE_DIR, 'dashboard.css'), type: 'text/css; charset=utf-8' },
   'vendor/preact.js': { path: join(packageDir('preact'), 'dist/preact.module.js'), type: 'text/javascript; charset=utf-8' },
   'vendor/htm.js': { path: join(dirname(require.resolve('htm')), 'htm.module.js'), type: 'text/javascript; charset=utf-8' },
@@ -48,5 +54,7 @@ export function registerDashboard(app: FastifyInstance): void {
   // Without the slash the page's relative links would point above it: redirect to it.
   app.get('/dashboard/', { schema: { hide: true } }, async (request, reply) =>
     (request.url.split('?')[0]!.endsWith('/') ? send('', reply) : reply.redirect('/dashboard/', 301)));
+  // A job's printable reconciliation report: one page whose script reads the job id from the URL.
+  app.get('/dashboard/jobs/:job_id/report', { schema: { hide: true } }, async (_request, reply) => send('report.html', reply));
   app.get('/dashboard/*', { schema: { hide: true } }, async (request, reply) => send((request.params as { '*': string })['*'], reply));
 }

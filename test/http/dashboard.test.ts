@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type pg from 'pg';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { accountLockKey } from '../../src/modules/account-imports/import-locks.repository.ts';
 import { DASHBOARD_CSP } from '../../src/http/dashboard.ts';
 import { DOCS_CSP } from '../../src/http/openapi.ts';
+import { launchBrowser, type Browser } from '../support/browser.ts';
 import { onPostgres, pgSession, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -18,10 +18,8 @@ import { buildTestApp, call, createTenant, unique, type Tenant } from '../suppor
 // listening on a real port. The page signs in with an API key, picks the supplier, and must show what
 // the stats endpoint says. UPDATE_SCREENSHOT=1 also writes docs/dashboard.png (the README's picture).
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = join(tmpdir(), 'dashboard-screenshots');
 const DOCS_SHOT = fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url));
-const TIMEOUT = 30_000;
 
 const t = await buildTestApp();
 const db = t.store.db;
@@ -29,29 +27,16 @@ await t.app.listen({ host: '127.0.0.1', port: 0 });
 const address = t.app.server.address();
 const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
+let browser: Browser;
 let context: BrowserContext;
-let profile: string;
 
 before(async () => {
-  // Fail, never skip: a machine without the browser must not pass the dashboard tests silently.
-  assert.ok(existsSync(CHROMIUM), `chromium not found at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`);
-  profile = await mkdtemp(join(tmpdir(), 'dashboard-profile-'));
   await mkdir(SHOTS, { recursive: true });
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1440, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-    timeout: TIMEOUT,
-  });
-  context.setDefaultTimeout(TIMEOUT);
+  browser = await launchBrowser();
+  context = browser.context;
 });
 
-after(async () => {
-  await context?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
-});
+after(async () => { await browser?.close(); });
 
 /** A staged account whose create fails validation at `path` (its staged data broken behind the API's back). */
 async function failingAccount(tenant: Tenant, path: string[], value: unknown): Promise<string> {
@@ -128,7 +113,7 @@ describe('the dashboard page', () => {
     assert.equal(res.headers.get('content-security-policy'), DASHBOARD_CSP);
     assert.match(DASHBOARD_CSP, /default-src 'none'; script-src 'self'; style-src 'self';/);
     assert.match(await res.text(), /<script type="module" src="app.js"><\/script>/);
-    for (const path of ['app.js', 'api.js', 'dashboard.css', 'vendor/preact.js', 'vendor/htm.js', 'vendor/uplot.js', 'vendor/uplot.css']) {
+    for (const path of ['app.js', 'api.js', 'jobs.js', 'signin.js', 'format.js', 'report.js', 'dashboard.css', 'vendor/preact.js', 'vendor/htm.js', 'vendor/uplot.js', 'vendor/uplot.css']) {
       assert.equal((await fetch(`${base}/dashboard/${path}`)).status, 200, path);
     }
     for (const path of ['/dashboard/nope.js', '/dashboard/..%2Fapp.ts', '/dashboard/vendor/../../package.json']) {
@@ -167,10 +152,12 @@ describe('the dashboard page', () => {
       await page.getByTestId('job').waitFor();
 
       const stats = (await call(t.app, 'GET', `/v1/data-import/stats/${tenant.supplier}/`, { token: tenant.token })).json;
-      assert.deepEqual(stats.counts, { staged: 5, in_progress: 1, imported: 115, failed: 3, skipped: 0 });
-      for (const key of ['staged', 'in_progress', 'imported', 'failed', 'skipped']) {
+      // The job's three failed records (lines 15-17) were never staged: rejected, and counted with the failures.
+      assert.deepEqual(stats.counts, { staged: 5, in_progress: 1, imported: 115, failed: 3, skipped: 0, rejected: 3 });
+      for (const key of ['staged', 'in_progress', 'imported', 'skipped']) {
         assert.equal(await text(page, `count-${key}`), String(stats.counts[key]), key);
       }
+      assert.deepEqual([await text(page, 'count-failed'), await text(page, 'count-failed-accounts'), await text(page, 'count-rejected')], ['6', '3', '3']);
       const groups = page.getByTestId('error-group');
       assert.equal(await groups.count(), 2);
       const cells = await groups.evaluateAll((rows) => rows.map((row) => [...(row as any).cells].map((cell: any) => String(cell.innerText).trim())));
@@ -214,7 +201,7 @@ describe('the dashboard page', () => {
 
       // It refreshes by itself: a new failure shows within a few seconds.
       await failingAccount(tenant, ['billing_address', 'country'], 'QQ');
-      await page.getByTestId('count-failed').filter({ hasText: '4' }).waitFor({ timeout: 15_000 });
+      await page.getByTestId('count-failed').filter({ hasText: '7' }).waitFor({ timeout: 15_000 });
 
       // A token about to expire is refreshed with the refresh token before the next call.
       const stored = await page.evaluate(() => JSON.parse((globalThis as any).sessionStorage.getItem('migration-dashboard.session')!));
@@ -244,7 +231,8 @@ describe('the dashboard page', () => {
 describe('the API reference at /docs', () => {
   test('the page and its files carry the page headers: no framing, a Content-Security-Policy, nosniff', async () => {
     const pages = { '/docs/': DOCS_CSP, '/docs/static/swagger-ui-bundle.js': DOCS_CSP, '/docs/static/swagger-ui.css': DOCS_CSP,
-      '/docs/static/swagger-initializer.js': DOCS_CSP, '/dashboard/': DASHBOARD_CSP, '/dashboard/app.js': DASHBOARD_CSP };
+      '/docs/static/swagger-initializer.js': DOCS_CSP, '/dashboard/': DASHBOARD_CSP, '/dashboard/app.js': DASHBOARD_CSP,
+      '/dashboard/jobs/0b5cf3a5-59a5-4f83-9ef9-07d3b1f41a11/report': DASHBOARD_CSP };
     for (const [path, csp] of Object.entries(pages)) {
       const res = await fetch(`${base}${path}`);
       assert.equal(res.status, 200, path);

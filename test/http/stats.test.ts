@@ -59,7 +59,7 @@ describe('GET stats/<supplier>/ (D14)', () => {
     assert.equal(res.status, 200);
     assert.deepEqual(res.json, {
       import_supplier: tenant.supplier, status: 'ongoing',
-      counts: { staged: 0, in_progress: 0, imported: 0, failed: 0, skipped: 0 },
+      counts: { staged: 0, in_progress: 0, imported: 0, failed: 0, skipped: 0, rejected: 0 },
       created_per_hour: hoursEndingAt(before), errors_by_code: [], jobs: [],
     });
   });
@@ -96,7 +96,7 @@ describe('GET stats/<supplier>/ (D14)', () => {
     const current = await storeHour();
     assert.deepEqual(res.json, {
       import_supplier: tenant.supplier, status: 'ongoing',
-      counts: { staged: 7, in_progress: 1, imported: 1, failed: 4, skipped: 1 },
+      counts: { staged: 7, in_progress: 1, imported: 1, failed: 4, skipped: 1, rejected: 0 },
       created_per_hour: hoursEndingAt(current, { 0: 1 }),
       errors_by_code: [
         { code: 'invalid_phone_number', attr: 'customers.0.mobile', count: 2, examples: [mobileA, mobileB].sort() },
@@ -157,7 +157,7 @@ describe('GET stats/<supplier>/ (D14)', () => {
     assert.deepEqual(res.json.created_per_hour, hoursEndingAt(now, { 0: 1, 3: 2, 47: 2 }));
     assert.equal(res.json.created_per_hour[0].hour, label(now - 47));
     assert.match(res.json.created_per_hour[47].hour, /^\d{4}-\d{2}-\d{2}T\d{2}:00:00Z$/);
-    assert.deepEqual(res.json.counts, { staged: 0, in_progress: 0, imported: 7, failed: 0, skipped: 0 });
+    assert.deepEqual(res.json.counts, { staged: 0, in_progress: 0, imported: 7, failed: 0, skipped: 0, rejected: 0 });
   });
 
   test('errors_by_code: the latest attempt decides; largest first, then code and attr; at most 20 groups of 5 examples', async () => {
@@ -186,7 +186,7 @@ describe('GET stats/<supplier>/ (D14)', () => {
       ...['00', '01', '02', '03', '04', '05', '06', '07', '08', '10', '11', '12', '13', '14', '15', '16']
         .map((n) => ({ code: `code_${n}`, attr: 'x', count: 1, examples: [`ONE-${Number(n)}`] })),
     ]);
-    assert.deepEqual(res.json.counts, { staged: 32, in_progress: 0, imported: 0, failed: 31, skipped: 0 });
+    assert.deepEqual(res.json.counts, { staged: 32, in_progress: 0, imported: 0, failed: 31, skipped: 0, rejected: 0 });
   });
 
   test('jobs: the supplier\'s unfinished jobs, newest first, each exactly as GET migration-jobs/<id>/', async () => {

@@ -2,6 +2,7 @@ import { EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
 import { DEMO } from '../admin/demo-seed.ts';
 import type { CreateJobBody, Job, RecordResult, UpdateJobBody, UploadReply } from './migration-jobs.schemas.ts';
 import type { ExceptionLine, ReconciliationReport } from './reconciliation.schemas.ts';
+import type { JobRate, RecordSearchPage } from './job-views.schemas.ts';
 
 // OpenAPI examples: a job for the demo supplier, one record of another demo account.
 
@@ -82,4 +83,16 @@ export const RECONCILIATION: ReconciliationReport = {
 
 export const RECONCILIATION_EXCEPTION: ExceptionLine = {
   line: 97, external_account_number: 'DEMO-0097', measure: 'not_migrated', file: null, migrated: null,
+};
+
+export const RECORD_SEARCH: RecordSearchPage = { job_id: EXAMPLE_JOB_ID, records: [RECORD_RESULT], next_after_line: null };
+
+export const JOB_RATE: JobRate = {
+  job_id: EXAMPLE_JOB_ID, bucket_seconds: 60,
+  buckets: [
+    { start: '2025-03-04T10:21:00Z', succeeded: 212, failed: 3 },
+    { start: '2025-03-04T10:22:00Z', succeeded: 240, failed: 1 },
+    { start: '2025-03-04T10:23:00Z', succeeded: 0, failed: 0 },
+    { start: '2025-03-04T10:24:00Z', succeeded: 198, failed: 0 },
+  ],
 };

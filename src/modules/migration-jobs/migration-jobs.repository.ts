@@ -186,11 +186,16 @@ export async function addSupplyPoints(trx: Transaction<Database>, jobId: string,
 /** One multi-row insert (the batch travels as one jsonb parameter), and the job's line counter. */
 export async function appendRecords(trx: Transaction<Database>, jobId: string, records: NewRecord[]): Promise<void> {
   if (records.length === 0) return;
-  await sql`INSERT INTO migration_job_records (job_id, line, external_account_number, record, outcome, step, errors, final_at_upload, finished_at)
+  // Each line's measures (migration 019's one definition) are kept on its record, for reconciliation.
+  await sql`INSERT INTO migration_job_records (job_id, line, external_account_number, record, outcome, step, errors, final_at_upload, finished_at,
+      file_customers, file_supply_points, file_meters, file_statements, file_transactions, file_notes, file_payment_instructions,
+      file_balance_total, file_statements_gross_total)
     SELECT ${jobId}::uuid, r.line, r.external_account_number, r.record, r.outcome, r.step, r.errors, r.final_at_upload,
-      CASE WHEN r.outcome = 'failed' THEN now() END
+      CASE WHEN r.outcome = 'failed' THEN now() END,
+      m.customers, m.supply_points, m.meters, m.statements, m.transactions, m.notes, m.payment_instructions, m.balance_total, m.statements_gross_total
     FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb)
-      AS r(line int, external_account_number text, record jsonb, outcome text, step text, errors jsonb, final_at_upload boolean)`.execute(trx);
+      AS r(line int, external_account_number text, record jsonb, outcome text, step text, errors jsonb, final_at_upload boolean)
+    CROSS JOIN LATERAL migration_record_file_measures(r.record) AS m`.execute(trx);
   await sql`UPDATE migration_jobs SET total_lines = total_lines + ${records.length} WHERE id = ${jobId}::uuid`.execute(trx);
 }
 
@@ -246,7 +251,7 @@ export interface RecordRow {
   finished_at: Date | null;
 }
 
-const RECORD_COLUMNS = sql`job_id::text AS job_id, line, external_account_number, outcome, step, created, service_account_number, errors,
+export const RECORD_COLUMNS = sql`job_id::text AS job_id, line, external_account_number, outcome, step, created, service_account_number, errors,
   warnings, attempts, finished_at`;
 
 /**

@@ -365,7 +365,7 @@ export async function updateJob(deps: JobsDeps, caller: Caller, id: string, body
 
 export const RESULTS_PAGE = 1000;
 
-function resultOf(row: repo.RecordRow, dryRun: boolean): RecordResult {
+export function resultOf(row: repo.RecordRow, dryRun: boolean): RecordResult {
   return {
     line: row.line,
     external_account_number: row.external_account_number,

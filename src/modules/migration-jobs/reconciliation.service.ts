@@ -2,10 +2,10 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Caller } from '../../core/caller.ts';
 import { csvCell } from '../../core/csv.ts';
-import { addDecimals, normaliseDecimal } from '../../core/decimal-text.ts';
+import { normaliseDecimal } from '../../core/decimal-text.ts';
 import { ResumableSha256 } from '../../core/resumable-sha256.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
-import { COUNT_MEASURES, MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
+import { MEASURES, MONEY_MEASURES, type Measure } from './migration-jobs.schemas.ts';
 import { isFinished } from './job-states.ts';
 import { jobView, requireJob } from './migration-jobs.service.ts';
 import * as repo from './reconciliation.repository.ts';
@@ -18,7 +18,6 @@ import {
 // from the items' own keys (reconciliation.repository.ts), never from the records' outcomes.
 
 type Db = Kysely<Database>;
-type Figures = Record<Measure, number | string>;
 
 const PAGE = 500;
 const isMoney = (measure: Measure) => (MONEY_MEASURES as readonly string[]).includes(measure);
@@ -31,14 +30,11 @@ function shown(measure: Measure, value: number | string): number | string {
   return isMoney(measure) ? normaliseDecimal(String(value)) : value;
 }
 
-/** Every record's measures, page by page in line order, with the exceptions each one makes. */
-async function* measuredRecords(db: Db, job: { id: string; supplier_id: number }) {
-  let after = 0;
-  for (;;) {
-    const rows = await repo.recordMeasuresPage(db, job.id, job.supplier_id, after, PAGE);
+/** Every record's measures, PAGE lines at a time in line order (lines are numbered 1..total_lines), with the exceptions each one makes. */
+async function* measuredRecords(db: Db, job: { id: string; supplier_id: number; total_lines: number }) {
+  for (let from = 1; from <= job.total_lines; from += PAGE) {
+    const rows = await repo.recordMeasures(db, job.id, job.supplier_id, { from, to: from + PAGE - 1 });
     for (const row of rows) yield { row, exceptions: exceptionsOf(row) };
-    if (rows.length < PAGE) return;
-    after = rows[rows.length - 1]!.line;
   }
 }
 
@@ -53,13 +49,7 @@ export async function reconcile(db: Db, caller: Caller, id: string): Promise<Rec
   const job = await requireJob(db, caller, id);
   const view = await jobView(db, job);
   const totals = await repo.fileTotalsOf(db, job.id);
-  const migrated = Object.fromEntries(MEASURES.map((m) => [m, isMoney(m) ? '0' : 0])) as Figures;
-  let exceptions = 0;
-  for await (const { row, exceptions: found } of measuredRecords(db, job)) {
-    exceptions += found.length;
-    for (const m of COUNT_MEASURES) migrated[m] = (migrated[m] as number) + row.migrated[m];
-    for (const m of MONEY_MEASURES) migrated[m] = addDecimals(migrated[m] as string, row.migrated[m]);
-  }
+  const { exceptions, ...migrated } = await db.transaction().execute((trx) => repo.migratedTotals(trx, job.id, job.supplier_id));
   const measures = MEASURES.map((m) => measureLine(m, totals.control_totals[m], totals[m], migrated[m]));
   const verdict = !isFinished(job.state) ? 'incomplete' : measures.some((m) => m.verdict === 'differs') ? 'differs' : 'balanced';
   return {

@@ -11,7 +11,7 @@ const LAST_HOUR = Date.parse('2025-03-04T10:00:00Z');
 export const SUPPLIER_STATS: SupplierStats = {
   import_supplier: DEMO.supplier,
   status: 'ongoing',
-  counts: { staged: 41, in_progress: 2, imported: 958, failed: 12, skipped: 1 },
+  counts: { staged: 41, in_progress: 2, imported: 958, failed: 12, skipped: 1, rejected: 14 },
   created_per_hour: Array.from({ length: HOURS_SHOWN }, (_, i) => ({
     hour: `${new Date(LAST_HOUR - (HOURS_SHOWN - 1 - i) * HOUR).toISOString().slice(0, 19)}Z`,
     count: i === HOURS_SHOWN - 1 ? 958 : 0,

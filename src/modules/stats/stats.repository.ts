@@ -88,6 +88,20 @@ export async function errorGroups(db: Db, supplierId: number, maxGroups: number,
   return rows;
 }
 
+/**
+ * Job records that failed before their account was staged: refused at upload (final_at_upload: an
+ * unreadable line, a repeat of an earlier line's account), or with no staged account of that number
+ * (validation refused it). Read per job from the (job_id, outcome, line) index: failed records are
+ * few beside the rest.
+ */
+export async function rejectedJobRecords(db: Db, supplierId: number): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n
+    FROM migration_jobs AS j JOIN migration_job_records AS r ON r.job_id = j.id AND r.outcome = 'failed'
+    WHERE j.supplier_id = ${supplierId} AND (r.final_at_upload OR NOT EXISTS (SELECT 1 FROM account_imports AS a
+      WHERE a.supplier_id = ${supplierId} AND a.external_account_number = r.external_account_number))`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
 /** The failing accounts of every supplier by the code of their latest attempt's first error (/metrics): the same group counters. */
 export async function failingByCode(db: Db): Promise<Array<{ code: string; n: number }>> {
   const { rows } = await sql<{ code: string; n: number }>`SELECT code, sum(failed)::int AS n FROM account_error_group_counts

@@ -15,6 +15,10 @@ export const StatsCounts = Type.Object({
   imported: Type.Integer({ description: 'Accounts created.' }),
   failed: Type.Integer({ description: 'Staged accounts whose latest create attempt failed.' }),
   skipped: Type.Integer({ description: 'Marked to skip and not imported.' }),
+  rejected: Type.Integer({
+    description: 'Records of the supplier\'s migration jobs that failed before their account was staged: lines that could not be read, '
+      + 'repeated accounts, accounts that failed validation. Not among the staged accounts (so not in failed); a record fixed and staged later no longer counts.',
+  }),
 });
 export type StatsCounts = Static<typeof StatsCounts>;
 

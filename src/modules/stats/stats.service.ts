@@ -18,6 +18,7 @@ export async function supplierStats(db: Kysely<Database>, caller: Caller, code: 
   const supplier = await requireSupplier(db, caller, code);
   const counts = await repo.stateCounts(db, supplier.id);
   const inProgress = await repo.createsInProgress(db, supplier.id);
+  const rejected = await repo.rejectedJobRecords(db, supplier.id);
   const hours = await repo.createdPerHour(db, supplier.id, HOURS_SHOWN);
   const groups = await repo.errorGroups(db, supplier.id, MAX_ERROR_GROUPS, MAX_GROUP_EXAMPLES);
   const jobs: Job[] = [];
@@ -28,7 +29,7 @@ export async function supplierStats(db: Kysely<Database>, caller: Caller, code: 
   return {
     import_supplier: supplier.code,
     status: supplier.status,
-    counts: { staged: counts.staged, in_progress: inProgress, imported: counts.imported, failed: counts.failed, skipped: counts.skipped },
+    counts: { staged: counts.staged, in_progress: inProgress, imported: counts.imported, failed: counts.failed, skipped: counts.skipped, rejected },
     created_per_hour: hours.map(({ h, n }) => ({ hour: hourLabel(h), count: n })),
     errors_by_code: groups.map((g) => ({ code: g.code, attr: g.attr === '' ? null : g.attr, count: g.n, examples: g.examples })),
     jobs,
