@@ -23,7 +23,7 @@ import { createStagingWriter, type StagingWriter } from './modules/account-impor
 import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
 import type { TokenService } from './modules/auth/token.service.ts';
 import type { JobQueue } from './queue/queue.ts';
-import { eventsRoutes } from './modules/events/events.routes.ts';
+import { createEvents, eventsRoutes, type Events } from './modules/events/index.ts';
 import { migrationJobsRoutes } from './modules/migration-jobs/migration-jobs.routes.ts';
 import { reconciliationRoutes } from './modules/migration-jobs/reconciliation.routes.ts';
 import { notesRoutes } from './modules/notes/notes.routes.ts';
@@ -32,6 +32,7 @@ import { statementsRoutes } from './modules/statements/statements.routes.ts';
 import { statsRoutes } from './modules/stats/stats.routes.ts';
 import { transactionsRoutes } from './modules/transactions/transactions.routes.ts';
 import { webhookEndpointsRoutes } from './modules/webhooks/webhook-endpoints.routes.ts';
+import { createFanoutTrigger } from './modules/webhooks/webhook-fanout.ts';
 
 export interface AppOptions {
   config: Config;
@@ -42,12 +43,18 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Set `draining` on SIGTERM: /readyz then answers 503 (main.ts). */
   readiness?: Readiness;
+  /**
+   * The process's events, shared with its workers (main.ts); without them the app makes its own, with
+   * the webhooks' fan-out trigger on `queue`, as main.ts does.
+   */
+  events?: Events;
   /** The process's staging writer, shared with its workers (main.ts); the app makes its own without one. */
   staging?: StagingWriter;
 }
 
 /** Builds the whole HTTP app over a store. Never listens: main.ts and the tests do that. */
-export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false }, staging = createStagingWriter(store) }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false },
+  events = createEvents({ onRecorded: createFanoutTrigger(queue) }), staging = createStagingWriter(store, events) }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
@@ -113,7 +120,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
     return { status: 'ready' };
   });
 
-  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging };
+  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging, events };
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));

@@ -22,7 +22,7 @@ const TAGS = ['Account import'];
 // Staging, creating and following accounts (spec 4.2, 4.3, 4.8–4.11; D6, D7). HTTP only: the services
 // decide everything.
 export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, deps) => {
-  const { db, config, queue, staging } = deps;
+  const { db, config, queue, staging, events } = deps;
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.post('/account-import-process/create-or-update/', {
@@ -73,7 +73,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin
       },
     },
   }, async (request, reply) => {
-    const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit, queue }, callerOf(request), request.body);
+    const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit, queue, events }, callerOf(request), request.body);
     return reply.code(201).send(created);
   });
 

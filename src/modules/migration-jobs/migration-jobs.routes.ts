@@ -59,9 +59,9 @@ const BAD_ID = { detail: 'The request failed validation.', code: 'invalid', erro
 
 // Migration jobs (D11). The upload is not parsed by Fastify: its parser hands the raw request stream
 // to the service, which reads it line by line (gunzipped first with Content-Encoding: gzip).
-export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db, queue, config }) => {
+export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db, queue, events, config }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
-  const deps: jobs.JobsDeps = { db, queue, config };
+  const deps: jobs.JobsDeps = { db, queue, events, config };
   app.addContentTypeParser(NDJSON, (_request, payload, done) => done(null, payload));
 
   app.post('/migration-jobs/', {
