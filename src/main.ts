@@ -8,12 +8,12 @@ import { configOrExit, exitWith } from './exit.ts';
 import { acquireDataDirLock, DataDirLockedError, type DataDirLock } from './db/data-dir-lock.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
-import { demoBanner, demoKeyFileInUse, seedDemo, writeDemoKeyFile } from './modules/admin/demo-seed.ts';
-import { createTokenService } from './modules/auth/token.service.ts';
+import { demoBanner, demoKeyFileInUse, seedDemo, writeDemoKeyFile } from './modules/admin/index.ts';
+import { createTokenService } from './modules/auth/index.ts';
 import { openDirectory } from './core/directory.ts';
-import { createStagingWriter } from './modules/account-imports/staging-writer.ts';
+import { createStagingWriter } from './modules/account-imports/index.ts';
 import { createEvents } from './modules/events/index.ts';
-import { createFanoutTrigger } from './modules/webhooks/webhook-fanout.ts';
+import { createFanoutTrigger } from './modules/webhooks/index.ts';
 import { openQueue, startWorkers } from './workers.ts';
 import { serveAdminSocket, type AdminSocketServer } from './cli/admin-socket.ts';
 

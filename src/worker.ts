@@ -5,7 +5,7 @@ import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
 import { openQueue, startWorkers } from './workers.ts';
 import { createEvents } from './modules/events/index.ts';
-import { createFanoutTrigger } from './modules/webhooks/webhook-fanout.ts';
+import { createFanoutTrigger } from './modules/webhooks/index.ts';
 
 // `npm run worker`: the workers of `npm start` without the HTTP server, for deployments that run
 // them apart. It needs PostgreSQL (the embedded store belongs to one process: the server's).

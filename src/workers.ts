@@ -1,10 +1,10 @@
 import type { Config } from './config.ts';
 import type { Store } from './db/store.ts';
-import { defineEmailQueue, startOutboxSender, type SenderLogger } from './modules/email/outbox.sender.ts';
-import { createStagingWriter, type StagingWriter } from './modules/account-imports/staging-writer.ts';
-import { defineMigrationQueues, startMigrationWorkers } from './modules/migration-jobs/migration-jobs.worker.ts';
-import { defineWebhookQueues, startWebhookWorkers } from './modules/webhooks/webhooks.worker.ts';
-import { createFanoutTrigger } from './modules/webhooks/webhook-fanout.ts';
+import { defineEmailQueue, startOutboxSender, type SenderLogger } from './modules/email/index.ts';
+import { createStagingWriter, type StagingWriter } from './modules/account-imports/index.ts';
+import { defineMigrationQueues, startMigrationWorkers } from './modules/migration-jobs/index.ts';
+import { defineWebhookQueues, startWebhookWorkers } from './modules/webhooks/index.ts';
+import { createFanoutTrigger } from './modules/webhooks/index.ts';
 import { createEvents, type Events } from './modules/events/index.ts';
 import { createJobQueue, type JobQueue } from './queue/queue.ts';
 

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
-import type { StagingWriter } from '../modules/account-imports/staging-writer.ts';
-import type { TokenService } from '../modules/auth/token.service.ts';
+import type { StagingWriter } from '../modules/account-imports/index.ts';
+import type { TokenService } from '../modules/auth/index.ts';
 import type { Events } from '../modules/events/index.ts';
 import type { JobQueue } from '../queue/queue.ts';
 

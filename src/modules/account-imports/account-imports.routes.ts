@@ -4,8 +4,8 @@ import { callerOf } from '../../http/auth.ts';
 import { answer, badPathParameter, refusal, RETRY_AFTER } from '../../http/openapi.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountPathParams } from '../../schemas/identifiers.ts';
-import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
-import { AccountData } from '../account-data/account-data.schemas.ts';
+import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from '../account-data/index.ts';
+import { AccountData } from '../account-data/index.ts';
 import {
   ACCOUNT_STATUS, ALREADY_IMPORTED, CONCURRENCY_LIMIT, CREATE_ACCOUNT, EXAMPLE_SERVICE_ACCOUNT_NUMBER, NO_IMPORT_PROCESS, STAGED,
 } from './account-imports.examples.ts';

@@ -7,7 +7,7 @@ import { exemptFromRequestDeadline } from '../../http/request-deadline.ts';
 import { compileRequestValidator } from '../../http/validator-compiler.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
-import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/account-data.examples.ts';
+import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/index.ts';
 import {
   ACTION_REFUSED, CREATE_JOB, JOB, JOB_NOT_FOUND, JOB_NOT_OPEN, RECORD_RESULT, THROTTLE_JOB, THROTTLE_REFUSED, UPLOAD_CUT_OFF, UPLOAD_RECORDS,
   UPLOAD_TOO_LARGE, UPLOADED,

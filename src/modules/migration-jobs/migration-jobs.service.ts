@@ -7,7 +7,7 @@ import { AppError } from '../../core/errors.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import { findTeamByName } from '../admin/admin.repository.ts';
+import { findTeamByName } from '../admin/index.ts';
 import type { Caller } from '../../core/caller.ts';
 import * as repo from './migration-jobs.repository.ts';
 import * as totals from './reconciliation.repository.ts';

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
-import type { StagingWriter } from '../account-imports/staging-writer.ts';
+import type { StagingWriter } from '../account-imports/index.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import type { Events } from '../events/index.ts';
 

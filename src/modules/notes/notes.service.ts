@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
-import type { Note } from '../account-data/note.schemas.ts';
-import { lockImportedAccount } from '../accounts/imported-account.ts';
+import type { Note } from '../account-data/index.ts';
+import { lockImportedAccount } from '../accounts/index.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { Events } from '../events/index.ts';

@@ -4,10 +4,10 @@ import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { conflictError, differences, type ComparedField } from '../../core/conflicts.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { lockImportedAccount } from '../accounts/imported-account.ts';
+import { lockImportedAccount } from '../accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { Events } from '../events/index.ts';
-import { insertNotes } from '../notes/notes.repository.ts';
+import { insertNotes } from '../notes/index.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
