@@ -10,6 +10,17 @@ const HTTP_LAYER = {
   group: ['**/http/**', '**/app.ts', 'fastify', '@fastify/*'],
   message: 'Only route plugins (*.routes.ts), src/http and src/app.ts know about HTTP: services, repositories, workers and the CLI throw AppError and return data.',
 };
+/**
+ * Module surfaces: a module (src/modules/<name>/) is used by others only through its index.ts, what
+ * it exports for them. From outside src/modules, any import of a module's file but its index.ts ...
+ */
+const MODULE_SURFACE = {
+  regex: '(^|/)modules/[^/]+/(?!index\\.ts$)',
+  message: 'Import another module only through its index.ts (src/modules/<name>/index.ts): what it exports there is what other code may use.',
+};
+/** ... and from a module's own files, another module's files but its index.ts (`../<module>/…`; from a subfolder, `../../<module>/…`). */
+const OTHER_MODULE = { regex: '^\\.\\./[^./][^/]*/(?!index\\.ts$)', message: MODULE_SURFACE.message };
+const OTHER_MODULE_FROM_SUBFOLDER = { regex: '^\\.\\./\\.\\./[^./][^/]*/(?!index\\.ts$)', message: MODULE_SURFACE.message };
 const TESTS_AND_BENCH = {
   group: ['**/test/**', '**/bench/**'],
   message: 'The service never imports its tests or its benchmarks.',
@@ -67,16 +78,31 @@ export default defineConfig(
     files: ['src/dashboard/**/*.js'],
     languageOptions: { globals: BROWSER },
   },
-  // Import direction: nothing in src imports the tests or the benchmarks ...
+  // Import direction: nothing in src imports the tests or the benchmarks, and modules are reached
+  // through their index.ts ...
   {
     files: ['src/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS_AND_BENCH] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS_AND_BENCH, MODULE_SURFACE] }] },
   },
   // ... and below the HTTP layer nothing imports it: routes → service → repository → db.
   {
-    files: ['src/{core,db,queue,schemas,cli,modules,graphql}/**/*.ts', 'src/{config,exit,worker,workers}.ts'],
+    files: ['src/{core,db,queue,schemas,cli,graphql}/**/*.ts', 'src/{config,exit,worker,workers}.ts'],
     ignores: ['**/*.routes.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [HTTP_LAYER, TESTS_AND_BENCH] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [HTTP_LAYER, TESTS_AND_BENCH, MODULE_SURFACE] }] },
+  },
+  // A module's files: the HTTP layer only in its routes, another module only through its index.ts.
+  {
+    files: ['src/modules/*/*.ts'],
+    ignores: ['**/*.routes.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [HTTP_LAYER, TESTS_AND_BENCH, OTHER_MODULE] }] },
+  },
+  {
+    files: ['src/modules/*/*.routes.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [TESTS_AND_BENCH, OTHER_MODULE] }] },
+  },
+  {
+    files: ['src/modules/*/*/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [HTTP_LAYER, TESTS_AND_BENCH, OTHER_MODULE_FROM_SUBFOLDER] }] },
   },
   // Migrations are plain SQL, applied as they are; should code ever sit beside them, it imports nothing.
   { files: ['migrations/**/*.{ts,js,mjs}'], ...tseslint.configs.disableTypeChecked },

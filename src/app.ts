@@ -17,22 +17,22 @@ import { registerDomainMetrics } from './http/domain-metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import type { RouteDeps } from './http/route-deps.ts';
 import { compileRequestValidator } from './http/validator-compiler.ts';
-import { accountDataRoutes } from './modules/account-data/account-data.routes.ts';
-import { accountImportsRoutes } from './modules/account-imports/account-imports.routes.ts';
-import { createStagingWriter, type StagingWriter } from './modules/account-imports/staging-writer.ts';
-import { accountsRoutes } from './modules/accounts/accounts.routes.ts';
-import type { TokenService } from './modules/auth/token.service.ts';
+import { accountDataRoutes } from './modules/account-data/index.ts';
+import { accountImportsRoutes } from './modules/account-imports/index.ts';
+import { createStagingWriter, type StagingWriter } from './modules/account-imports/index.ts';
+import { accountsRoutes } from './modules/accounts/index.ts';
+import type { TokenService } from './modules/auth/index.ts';
 import type { JobQueue } from './queue/queue.ts';
-import { eventsRoutes } from './modules/events/events.routes.ts';
-import { migrationJobsRoutes } from './modules/migration-jobs/migration-jobs.routes.ts';
-import { jobViewsRoutes } from './modules/migration-jobs/job-views.routes.ts';
-import { reconciliationRoutes } from './modules/migration-jobs/reconciliation.routes.ts';
-import { notesRoutes } from './modules/notes/notes.routes.ts';
-import { paymentInstructionsRoutes } from './modules/payment-instructions/payment-instructions.routes.ts';
-import { statementsRoutes } from './modules/statements/statements.routes.ts';
-import { statsRoutes } from './modules/stats/stats.routes.ts';
-import { transactionsRoutes } from './modules/transactions/transactions.routes.ts';
-import { webhookEndpointsRoutes } from './modules/webhooks/webhook-endpoints.routes.ts';
+import { createEvents, eventsRoutes, type Events } from './modules/events/index.ts';
+import { jobViewsRoutes, migrationJobsRoutes } from './modules/migration-jobs/index.ts';
+import { reconciliationRoutes } from './modules/migration-jobs/index.ts';
+import { notesRoutes } from './modules/notes/index.ts';
+import { paymentInstructionsRoutes } from './modules/payment-instructions/index.ts';
+import { statementsRoutes } from './modules/statements/index.ts';
+import { statsRoutes } from './modules/stats/index.ts';
+import { transactionsRoutes } from './modules/transactions/index.ts';
+import { webhookEndpointsRoutes } from './modules/webhooks/index.ts';
+import { createFanoutTrigger } from './modules/webhooks/index.ts';
 
 export interface AppOptions {
   config: Config;
@@ -43,12 +43,18 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Set `draining` on SIGTERM: /readyz then answers 503 (main.ts). */
   readiness?: Readiness;
+  /**
+   * The process's events, shared with its workers (main.ts); without them the app makes its own, with
+   * the webhooks' fan-out trigger on `queue`, as main.ts does.
+   */
+  events?: Events;
   /** The process's staging writer, shared with its workers (main.ts); the app makes its own without one. */
   staging?: StagingWriter;
 }
 
 /** Builds the whole HTTP app over a store. Never listens: main.ts and the tests do that. */
-export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false }, staging = createStagingWriter(store) }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false },
+  events = createEvents({ onRecorded: createFanoutTrigger(queue) }), staging = createStagingWriter(store, events) }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
@@ -114,7 +120,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
     return { status: 'ready' };
   });
 
-  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging };
+  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging, events };
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));

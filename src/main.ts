@@ -8,10 +8,12 @@ import { configOrExit, exitWith } from './exit.ts';
 import { acquireDataDirLock, DataDirLockedError, type DataDirLock } from './db/data-dir-lock.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
-import { demoBanner, demoKeyFileInUse, seedDemo, writeDemoKeyFile } from './modules/admin/demo-seed.ts';
-import { createTokenService } from './modules/auth/token.service.ts';
+import { demoBanner, demoKeyFileInUse, seedDemo, writeDemoKeyFile } from './modules/admin/index.ts';
+import { createTokenService } from './modules/auth/index.ts';
 import { openDirectory } from './core/directory.ts';
-import { createStagingWriter } from './modules/account-imports/staging-writer.ts';
+import { createStagingWriter } from './modules/account-imports/index.ts';
+import { createEvents } from './modules/events/index.ts';
+import { createFanoutTrigger } from './modules/webhooks/index.ts';
 import { openQueue, startWorkers } from './workers.ts';
 import { serveAdminSocket, type AdminSocketServer } from './cli/admin-socket.ts';
 
@@ -51,10 +53,12 @@ async function main(): Promise<void> {
   const tokens = await createTokenService(store.db, directory, config);
   const queue = await openQueue(store, logger, config);
   const readiness: Readiness = { draining: false };
-  // One staging writer for the process, so stages from requests and from job records commit together.
-  const staging = createStagingWriter(store);
-  const app = await buildApp({ config, store, tokens, queue, logger, readiness, staging });
-  const workers = await startWorkers({ store, queue, config, logger, staging });
+  // The one writer of events, with the webhooks' fan-out trigger on the open queue; then one staging
+  // writer for the process, so stages from requests and from job records commit together.
+  const events = createEvents({ onRecorded: createFanoutTrigger(queue) });
+  const staging = createStagingWriter(store, events);
+  const app = await buildApp({ config, store, tokens, queue, logger, readiness, events, staging });
+  const workers = await startWorkers({ store, queue, config, logger, events, staging });
   // import-admin beside this server: the embedded store serves this process only, so the CLI's
   // commands come here through DATA_DIR/admin.sock and run on this store (docs/operations.md).
   let adminSocket: AdminSocketServer | undefined;

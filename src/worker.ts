@@ -4,6 +4,8 @@ import { configOrExit, exitWith } from './exit.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
 import { openQueue, startWorkers } from './workers.ts';
+import { createEvents } from './modules/events/index.ts';
+import { createFanoutTrigger } from './modules/webhooks/index.ts';
 
 // `npm run worker`: the workers of `npm start` without the HTTP server, for deployments that run
 // them apart. It needs PostgreSQL (the embedded store belongs to one process: the server's).
@@ -16,7 +18,8 @@ async function main(): Promise<void> {
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sessionLimits: sessionLimitsOf(config) });
   const applied = await migrate(store);
   const queue = await openQueue(store, logger, config);
-  const workers = await startWorkers({ store, queue, config, logger });
+  const events = createEvents({ onRecorded: createFanoutTrigger(queue) });
+  const workers = await startWorkers({ store, queue, config, logger, events });
   logger.info({ store: store.kind, applied, worker_concurrency: config.workerConcurrency }, 'workers started');
 
   closeWithGrace({ delay: config.shutdownTimeoutMs, logger }, async ({ signal, err }) => {

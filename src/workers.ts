@@ -1,9 +1,11 @@
 import type { Config } from './config.ts';
 import type { Store } from './db/store.ts';
-import { defineEmailQueue, startOutboxSender, type SenderLogger } from './modules/email/outbox.sender.ts';
-import { createStagingWriter, type StagingWriter } from './modules/account-imports/staging-writer.ts';
-import { defineMigrationQueues, startMigrationWorkers } from './modules/migration-jobs/migration-jobs.worker.ts';
-import { defineWebhookQueues, startWebhookWorkers } from './modules/webhooks/webhooks.worker.ts';
+import { defineEmailQueue, startOutboxSender, type SenderLogger } from './modules/email/index.ts';
+import { createStagingWriter, type StagingWriter } from './modules/account-imports/index.ts';
+import { defineMigrationQueues, startMigrationWorkers } from './modules/migration-jobs/index.ts';
+import { defineWebhookQueues, startWebhookWorkers } from './modules/webhooks/index.ts';
+import { createFanoutTrigger } from './modules/webhooks/index.ts';
+import { createEvents, type Events } from './modules/events/index.ts';
 import { createJobQueue, type JobQueue } from './queue/queue.ts';
 
 // The background side of the service, shared by `npm start` (HTTP and workers) and `npm run worker`
@@ -34,8 +36,12 @@ export async function openQueue(store: Store, logger: WorkerLogger, config: Conf
 export interface Workers { stop(): Promise<void> }
 
 /** Starts this instance's workers: WORKER_CONCURRENCY of them (0: none). */
-export async function startWorkers({ store, queue, config, logger, staging = createStagingWriter(store) }: {
+export async function startWorkers({
+  store, queue, config, logger, events = createEvents({ onRecorded: createFanoutTrigger(queue) }), staging = createStagingWriter(store, events),
+}: {
   store: Store; queue: JobQueue; config: Config; logger: WorkerLogger;
+  /** The process's events, shared with its HTTP app (main.ts); its own (with the fan-out trigger) without them. */
+  events?: Events;
   /** The process's staging writer, shared with its HTTP app (main.ts); one of their own without one. */
   staging?: StagingWriter;
 }): Promise<Workers> {
@@ -44,7 +50,7 @@ export async function startWorkers({ store, queue, config, logger, staging = cre
     db: store.db, queue, config, logger, concurrency: Math.min(2, config.workerConcurrency),
   });
   const migrations = await startMigrationWorkers({
-    db: store.db, staging, queue, config, logger, concurrency: config.workerConcurrency,
+    db: store.db, events, staging, queue, config, logger, concurrency: config.workerConcurrency,
   });
   const webhooks = await startWebhookWorkers({ db: store.db, queue, config, logger });
   return {

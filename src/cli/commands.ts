@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { CliError } from './cli-error.ts';
-import * as admin from '../modules/admin/admin.service.ts';
-import * as webhooks from '../modules/webhooks/webhooks.service.ts';
+import * as admin from '../modules/admin/index.ts';
+import * as webhooks from '../modules/webhooks/index.ts';
 import { table } from './table.ts';
 
 // import-admin's commands, one entry each: what they take, what they do (a call into the admin

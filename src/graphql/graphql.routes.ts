@@ -8,7 +8,7 @@ import { noteErrorCode } from '../http/request-log.ts';
 import { answer } from '../http/openapi.ts';
 import type { RouteDeps } from '../http/route-deps.ts';
 import { GRAPHQL_ANSWERS, OBTAIN_TOKEN } from './graphql.examples.ts';
-import { createAuthThrottle } from '../modules/auth/auth-throttle.service.ts';
+import { createAuthThrottle } from '../modules/auth/index.ts';
 import { limitOperationsAndAliases } from './graphql.limits.ts';
 import { graphqlSchema, type GraphqlContext } from './graphql.schema.ts';
 

@@ -2,8 +2,8 @@ import {
   GraphQLError, GraphQLInputObjectType, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString,
 } from 'graphql';
 import { AppError } from '../core/errors.ts';
-import type { AuthThrottle } from '../modules/auth/auth-throttle.service.ts';
-import type { TokenPair, TokenService } from '../modules/auth/token.service.ts';
+import type { AuthThrottle } from '../modules/auth/index.ts';
+import type { TokenPair, TokenService } from '../modules/auth/index.ts';
 
 // The GraphQL interface of D3: one mutation, obtainToken, that trades an organisation API key or a
 // refresh token for a token pair. `input` is a @oneOf input, so the library itself rejects a request

@@ -1,7 +1,7 @@
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Caller } from '../core/caller.ts';
 import { AppError } from '../core/errors.ts';
-import type { TokenService } from '../modules/auth/token.service.ts';
+import type { TokenService } from '../modules/auth/index.ts';
 
 declare module 'fastify' {
   interface FastifyRequest { caller?: Caller }

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { Gauge, type Registry } from 'prom-client';
 import type { Database } from '../db/schema.ts';
 import { vendorLatency } from '../core/process-metrics.ts';
-import * as figures from '../modules/stats/stats-metrics.service.ts';
+import * as figures from '../modules/stats/index.ts';
 
 // Domain metrics on /metrics (D14). The figures of the migration are gauges read from the store at
 // scrape time (collect), so every instance reports the same truth however many run and whichever

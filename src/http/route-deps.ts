@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
-import type { StagingWriter } from '../modules/account-imports/staging-writer.ts';
-import type { TokenService } from '../modules/auth/token.service.ts';
+import type { StagingWriter } from '../modules/account-imports/index.ts';
+import type { TokenService } from '../modules/auth/index.ts';
+import type { Events } from '../modules/events/index.ts';
 import type { JobQueue } from '../queue/queue.ts';
 
 /** What every route plugin receives from buildApp as its options; no global decorators. */
@@ -13,4 +14,6 @@ export interface RouteDeps {
   queue: JobQueue;
   /** Writes stages, committing concurrent ones together: one per process, shared with the workers (staging-writer.ts). */
   staging: StagingWriter;
+  /** The one writer of events, built once per process with the webhooks' fan-out trigger (events.ts). */
+  events: Events;
 }

@@ -5,7 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { buildApp } from '../../src/app.ts';
 import { EVENT_TYPES } from '../../src/modules/events/event-types.ts';
 import { deliverOnce } from '../../src/modules/webhooks/webhook-delivery.ts';
-import { insertPing } from '../../src/modules/webhooks/webhooks.repository.ts';
+import { insertPing } from '../../src/modules/events/index.ts';
 import { waitUntil } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 import { startReceiver, type Received } from '../support/webhook-receiver.ts';

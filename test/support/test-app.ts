@@ -8,6 +8,8 @@ import { openStore, type Store } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService, type TokenService } from '../../src/modules/auth/token.service.ts';
 import { createStagingWriter } from '../../src/modules/account-imports/staging-writer.ts';
+import { createEvents, type Events } from '../../src/modules/events/index.ts';
+import { createFanoutTrigger } from '../../src/modules/webhooks/webhook-fanout.ts';
 import { openDirectory, type Directory } from '../../src/core/directory.ts';
 import type { JobQueue } from '../../src/queue/queue.ts';
 import { openQueue, startWorkers, type WorkerLogger } from '../../src/workers.ts';
@@ -23,6 +25,8 @@ export interface TestApp {
   config: Config;
   tokens: TokenService;
   queue: JobQueue;
+  /** The app's events (and its workers'), with the webhooks' fan-out trigger, as main.ts builds them. */
+  events: Events;
   /**
    * The app's directory of keys and suppliers: after changing either through import-admin's functions,
    * `await t.directory.sync()` before a request that must see the change (on PostgreSQL the notice
@@ -45,16 +49,17 @@ export async function buildTestApp(env: Record<string, string> = {}, options: { 
   const directory = await openDirectory(store);
   const tokens = await createTokenService(store.db, directory, config);
   const queue = await openQueue(store, quiet, config);
-  const staging = createStagingWriter(store);
-  const app = await buildApp({ config, store, tokens, queue, staging });
-  const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: options.workerLogger ?? quiet, staging }) : null;
+  const events = createEvents({ onRecorded: createFanoutTrigger(queue) });
+  const staging = createStagingWriter(store, events);
+  const app = await buildApp({ config, store, tokens, queue, events, staging });
+  const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: options.workerLogger ?? quiet, events, staging }) : null;
   after(async () => {
     await Promise.all([app.close(), workers?.stop()]);
     await queue.stop(1000);
     await directory.close();
     await store.close();
   });
-  return { app, store, config, tokens, queue, directory };
+  return { app, store, config, tokens, queue, events, directory };
 }
 
 export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;

@@ -1,4 +1,4 @@
-import { DEMO } from '../admin/demo-seed.ts';
+import { DEMO } from '../admin/index.ts';
 import type { AccountData } from './account-data.schemas.ts';
 
 // The account of the OpenAPI examples: valid, for the demo supplier that a fresh service seeds, so

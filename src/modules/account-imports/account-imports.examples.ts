@@ -1,5 +1,5 @@
-import { DEMO } from '../admin/demo-seed.ts';
-import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/account-data.examples.ts';
+import { DEMO } from '../admin/index.ts';
+import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
 import type { AccountStatusResponse, ImportRecord, ProcessAccountBody, StageAccountResponse } from './account-imports.schemas.ts';
 
 // OpenAPI examples of staging, creating and following the example account of the demo supplier.

@@ -1,8 +1,6 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { precompiled } from '../../db/precompiled.ts';
-import { SERVER_PREPARED } from '../../db/server-prepared.ts';
-import type { EventType } from '../events/event-types.ts';
 import { accountLockHeld, takeSlotExpr, tryLockAccountExpr } from './import-locks.repository.ts';
 
 // The import process rows (account_imports) and the create attempts. Free functions, executor first.
@@ -39,32 +37,27 @@ export interface StagedRowJson { supplierId: number; externalAccountNumber: stri
 export interface StagedBatchRow { supplier_id: number; external_account_number: string; inserted: boolean }
 
 /**
- * upsertStaged for many rows in ONE statement, which also records each written row's
- * `import_process.staged` event (`first_staging`: whether the row was new), so the rows and their
- * events commit together even when the statement runs alone. The rows travel as ONE jsonb parameter,
- * as transactionsInsert sends its batch; the staged data is spliced into it as the JSON text
- * upsertStaged would send alone, so the stored jsonb is the same value. Rows are written, and their
- * row locks taken, in the order given: the caller sorts them, so that concurrent batches lock shared
- * rows in the same order and cannot deadlock. No (supplier, account) may appear twice: ON CONFLICT DO
- * UPDATE cannot touch one row twice in a statement. A row the guard refused (imported, or marked to
- * skip) is not returned and has no event.
+ * upsertStaged for many rows in ONE statement, built and not yet run: the events module runs it with
+ * each written row's `import_process.staged` event in the same statement (stagedBatchEvent), so the
+ * rows and their events commit together even when the statement runs alone. The rows travel as ONE
+ * jsonb parameter, as transactionsInsert sends its batch; the staged data is spliced into it as the
+ * JSON text upsertStaged would send alone, so the stored jsonb is the same value. Rows are written,
+ * and their row locks taken, in the order given: the caller sorts them, so that concurrent batches
+ * lock shared rows in the same order and cannot deadlock. No (supplier, account) may appear twice:
+ * ON CONFLICT DO UPDATE cannot touch one row twice in a statement. A row the guard refused (imported,
+ * or marked to skip) is not returned and has no event.
  */
 export function upsertStagedBatch(rows: readonly StagedRowJson[]): RawBuilder<StagedBatchRow> {
   const param = `[${rows.map((r) => `{"s":${r.supplierId},"e":${JSON.stringify(r.externalAccountNumber)},"d":${r.dataJson}}`).join(',')}]`;
-  const staged: EventType = 'import_process.staged';
-  return sql<StagedBatchRow>`${sql.raw(SERVER_PREPARED)}
-    WITH written AS (
-      INSERT INTO account_imports AS ai (supplier_id, external_account_number, data)
+  return sql<StagedBatchRow>`INSERT INTO account_imports AS ai (supplier_id, external_account_number, data)
       SELECT x.s, x.e, x.d FROM jsonb_to_recordset(${param}::jsonb) AS x(s int8, e text, d jsonb)
       ON CONFLICT (supplier_id, external_account_number) DO UPDATE SET data = excluded.data, updated_at = now()
         WHERE ai.account_id IS NULL AND NOT ai.skipped
-      RETURNING ai.supplier_id, ai.external_account_number, (xmax = 0) AS inserted
-    ), recorded AS (
-      INSERT INTO events (supplier_id, type, external_account_number, data)
-      SELECT w.supplier_id, ${staged}, w.external_account_number, jsonb_build_object('first_staging', w.inserted) FROM written w
-    )
-    SELECT * FROM written`;
+      RETURNING ai.supplier_id, ai.external_account_number, (xmax = 0) AS inserted`;
 }
+
+/** The event of each row upsertStagedBatch wrote: staged, first_staging when the row was new (over the written row `w`). */
+export const stagedBatchEvent = { type: 'import_process.staged', data: sql<unknown>`jsonb_build_object('first_staging', w.inserted)` } as const;
 
 /** The import process of one account with its account number, if created (without the staged data). */
 export function findImportState(db: Db, supplierId: number, externalAccountNumber: string): Promise<ImportState | undefined> {

@@ -4,8 +4,8 @@ import { callerOf } from '../../http/auth.ts';
 import { answer, badPathParameter, refusal, RETRY_AFTER } from '../../http/openapi.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountPathParams } from '../../schemas/identifiers.ts';
-import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
-import { AccountData } from '../account-data/account-data.schemas.ts';
+import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from '../account-data/index.ts';
+import { AccountData } from '../account-data/index.ts';
 import {
   ACCOUNT_STATUS, ALREADY_IMPORTED, CONCURRENCY_LIMIT, CREATE_ACCOUNT, EXAMPLE_SERVICE_ACCOUNT_NUMBER, NO_IMPORT_PROCESS, STAGED,
 } from './account-imports.examples.ts';
@@ -22,7 +22,7 @@ const TAGS = ['Account import'];
 // Staging, creating and following accounts (spec 4.2, 4.3, 4.8–4.11; D6, D7). HTTP only: the services
 // decide everything.
 export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, deps) => {
-  const { db, config, queue, staging } = deps;
+  const { db, config, queue, staging, events } = deps;
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.post('/account-import-process/create-or-update/', {
@@ -73,7 +73,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin
       },
     },
   }, async (request, reply) => {
-    const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit, queue }, callerOf(request), request.body);
+    const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit, queue, events }, callerOf(request), request.body);
     return reply.code(201).send(created);
   });
 

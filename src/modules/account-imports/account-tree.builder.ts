@@ -1,4 +1,4 @@
-import type { AccountData, SupplyPoint } from '../account-data/account-data.schemas.ts';
+import type { AccountData, SupplyPoint } from '../account-data/index.ts';
 import type { AccountTreeRows } from './account-tree.repository.ts';
 
 // Maps validated account data onto the rows of a new account, each child keyed by its parents'

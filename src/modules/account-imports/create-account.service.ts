@@ -4,13 +4,12 @@ import type { Database, Supplier } from '../../db/schema.ts';
 import { requireCallerSupplier, requireSupplierOpen } from '../../core/suppliers.ts';
 import { AppError } from '../../core/errors.ts';
 import { validationError } from '../../core/validation.ts';
-import { validateAccountData, type AccountData } from '../account-data/account-data.schemas.ts';
+import { validateAccountData, type AccountData } from '../account-data/index.ts';
 import type { Caller } from '../../core/caller.ts';
-import { queueEmails } from '../email/outbox.repository.ts';
+import { queueEmails } from '../email/index.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import { welcomeEmail } from '../email/welcome-email.ts';
-import type { NewEvent } from '../events/event-types.ts';
-import { recordEventsWith } from '../events/events.repository.ts';
+import { welcomeEmail } from '../email/index.ts';
+import type { Events, NewEvent } from '../events/index.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { ProcessAccountBody, ProcessAccountResponse } from './account-imports.schemas.ts';
 import * as imports from './account-imports.repository.ts';
@@ -35,6 +34,8 @@ export interface CreateAccountDeps {
   processConcurrencyLimit: number;
   /** Where the welcome emails' delivery jobs go, written in the creating transaction. */
   queue: JobQueue;
+  /** The process's events: the attempt's event is written with the attempt's record. */
+  events: Events;
   /**
    * A write of the caller's that must commit with the account, or not at all: a migration job marks
    * its record as the one that created the account, so the mark survives a crash right after.
@@ -60,7 +61,7 @@ export async function createAccount(deps: CreateAccountDeps, caller: Caller, bod
   } catch (error) {
     const appError = error instanceof AppError ? error : null;
     const first = appError?.errors?.[0];
-    await record(deps.db, {
+    await record(deps, {
       ...attempt,
       outcome: appError?.code === 'dry_run_rolled_back' ? 'dry_run_rolled_back' : 'failed',
       errorCode: appError?.code ?? 'internal_error',
@@ -75,9 +76,9 @@ export async function createAccount(deps: CreateAccountDeps, caller: Caller, bod
 // The record of a failed (or dry) attempt is kept outside the create transaction, which rolled back,
 // and its event is written with it, in one transaction of their own (D13). Losing them must not turn
 // the answer into another error, so a failure to record is swallowed.
-async function record(db: Db, attempt: imports.AttemptRecord, attr: string | null): Promise<void> {
+async function record({ db, events }: { db: Db; events: Events }, attempt: imports.AttemptRecord, attr: string | null): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    await recordEventsWith(trx, [attemptEvent(attempt, attr)], imports.attemptInsert(trx, attempt));
+    await events.record(trx, [attemptEvent(attempt, attr)], imports.attemptInsert(trx, attempt));
   }).catch(() => {});
 }
 
@@ -126,7 +127,7 @@ async function create(
       const { number, createdAt } = await buildAccount(trx, deps.queue, { importId: state.id, ext, supplier, teamId: state.team_id, data });
       if (body.dry_run === true) throw new DryRunRollback();
       await deps.onCreated?.(trx, number);
-      await recordEventsWith(trx, [{
+      await deps.events.record(trx, [{
         supplierId: supplier.id, type: 'import_process.completed', externalAccountNumber: ext,
         data: { service_account_number: number, account_created_at: utcSeconds(createdAt) },
       }], imports.attemptInsert(trx, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null }));

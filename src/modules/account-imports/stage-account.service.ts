@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier, requireSupplierOpen } from '../../core/suppliers.ts';
-import type { AccountData } from '../account-data/account-data.schemas.ts';
-import { withNormalisedPostcodes } from '../account-data/postcodes.ts';
+import type { AccountData } from '../account-data/index.ts';
+import { withNormalisedPostcodes } from '../account-data/index.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { StageAccountResponse } from './account-imports.schemas.ts';
 import * as imports from './account-imports.repository.ts';

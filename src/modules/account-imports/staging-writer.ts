@@ -1,8 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Store } from '../../db/store.ts';
-import { recordEvent, writeWithEvents } from '../events/events.repository.ts';
-import type { NewEvent } from '../events/event-types.ts';
+import type { Events, NewEvent } from '../events/index.ts';
 import * as imports from './account-imports.repository.ts';
 
 // Group commit for staging (issue #12). A stage is one small upsert and one event, and alone it pays
@@ -10,7 +9,7 @@ import * as imports from './account-imports.repository.ts';
 // commit. Under load, the stages that arrive while a flush runs are written together by the next
 // one: ONE statement upserts them all and records their events, and runs alone (a statement is
 // atomic by itself: no BEGIN, no COMMIT) unless the webhooks' trigger must join it in a transaction
-// (events.repository's writeWithEvents). Each caller still
+// (events.ts, recordPerRow). Each caller still
 // awaits its own row's outcome, so an HTTP request answers 201, 200 or its own 400 exactly as if it
 // had been written alone.
 //
@@ -33,8 +32,9 @@ import * as imports from './account-imports.repository.ts';
 // transaction of its own, as before group commit: a bad row fails its own request only, and every
 // other error reaches each request as it would have.
 //
-// One writer per process, made by main.ts and given to both the app and the workers (each makes its
-// own when given none, as tests do), and passed down to stageAccount: no module state.
+// One writer per process, made by main.ts with the process's events and given to both the app and
+// the workers (each makes its own when given none, as tests do), and passed down to stageAccount: no
+// module state.
 
 /** What stageAccount hands over: the supplier checks are done; `data` is the validated account data. */
 export interface StageRow { supplierId: number; externalAccountNumber: string; data: unknown }
@@ -62,7 +62,7 @@ interface Pending extends imports.StagedRowJson {
   reject(error: unknown): void;
 }
 
-export function createStagingWriter(store: Pick<Store, 'db' | 'kind'>, options: StagingWriterOptions = {}): StagingWriter {
+export function createStagingWriter(store: Pick<Store, 'db' | 'kind'>, events: Events, options: StagingWriterOptions = {}): StagingWriter {
   const { db } = store;
   const { concurrency = store.kind === 'pglite' ? 1 : 2, maxRows = 100, maxJsonChars = 4 * 1024 * 1024 } = options;
   let waiting: Pending[] = [];
@@ -86,7 +86,7 @@ export function createStagingWriter(store: Pick<Store, 'db' | 'kind'>, options: 
       if (batch.length === 0) return; // all that waits is behind a running flush
       running += 1;
       for (const row of batch) flushing.add(row.key);
-      void flush(db, batch)
+      void flush(db, events, batch)
         .catch((error: unknown) => { for (const row of batch) row.reject(error); })
         .finally(() => {
           for (const row of batch) flushing.delete(row.key);
@@ -141,17 +141,17 @@ const stagedEvent = (supplierId: number, externalAccountNumber: string, inserted
   ({ supplierId, type: 'import_process.staged', externalAccountNumber, data: { first_staging: inserted } });
 
 /** One statement for the batch (its rows and their events); on any failure, each row alone. Settles every row's promise. */
-async function flush(db: Kysely<Database>, batch: Pending[]): Promise<void> {
+async function flush(db: Kysely<Database>, events: Events, batch: Pending[]): Promise<void> {
   let inserted: Map<string, boolean>;
   try {
     // The events commit with the staging they report, or neither does (D13): the statement writes
     // both, alone (no BEGIN, no COMMIT) unless the webhooks' trigger has work for these suppliers.
-    const written = await writeWithEvents(db, [...new Set(batch.map((row) => row.supplierId))], imports.upsertStagedBatch(batch),
+    const written = await events.recordPerRow(db, imports.upsertStagedBatch(batch), imports.stagedBatchEvent, [...new Set(batch.map((row) => row.supplierId))],
       (supplierId) => stagedEvent(supplierId, batch.find((row) => row.supplierId === supplierId)!.externalAccountNumber, true));
     inserted = new Map(written.map((r) => [`${r.supplier_id}:${r.external_account_number}`, r.inserted]));
   } catch {
     // Nothing committed. The rows are independent (one account each), so they may go at once.
-    await Promise.all(batch.map((row) => writeAlone(db, row).then(row.resolve, row.reject)));
+    await Promise.all(batch.map((row) => writeAlone(db, events, row).then(row.resolve, row.reject)));
     return;
   }
   for (const row of batch) {
@@ -165,16 +165,16 @@ async function flush(db: Kysely<Database>, batch: Pending[]): Promise<void> {
  * A writer without group commit: each stage in a transaction of its own on `db`. For work that must
  * stay on one handle (a pre-flight's rehearsal, db/rehearsal.ts), where a shared batch cannot join.
  */
-export function stagingOn(db: Kysely<Database>): StagingWriter {
-  return { stage: (row) => writeAlone(db, row) };
+export function stagingOn(db: Kysely<Database>, events: Events): StagingWriter {
+  return { stage: (row) => writeAlone(db, events, row) };
 }
 
 /** The single-row path, as staging was written before group commit: its own transaction and event. */
-function writeAlone(db: Kysely<Database>, row: StageRow): Promise<StageOutcome> {
+function writeAlone(db: Kysely<Database>, events: Events, row: StageRow): Promise<StageOutcome> {
   return db.transaction().execute(async (trx) => {
     const written = await imports.upsertStaged(trx, row.supplierId, row.externalAccountNumber, row.data);
     if (!written) return { refused: true } as const;
-    await recordEvent(trx, stagedEvent(row.supplierId, row.externalAccountNumber, written.inserted));
+    await events.record(trx, [stagedEvent(row.supplierId, row.externalAccountNumber, written.inserted)]);
     return { inserted: written.inserted };
   });
 }

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { AccountData } from '../account-data/account-data.schemas.ts';
-import { withNormalisedPostcodes } from '../account-data/postcodes.ts';
-import { accountTreeRows } from '../account-imports/account-tree.builder.ts';
+import type { AccountData } from '../account-data/index.ts';
+import { withNormalisedPostcodes } from '../account-data/index.ts';
+import { accountTreeRows } from '../account-imports/index.ts';
 import { findAccountWithTeam, findCustomers, findSupplyAddresses, findSupplyPoints } from './account-read.repository.ts';
 
 // Drift: what a record sends for an account that is already imported, compared field by field with

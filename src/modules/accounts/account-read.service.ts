@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Caller } from '../../core/caller.ts';
-import { countNotes, findPinnedNotes } from '../notes/notes.repository.ts';
-import { findStatements } from '../statements/statements.repository.ts';
-import { findBalance, findOpenPeriodStart } from '../transactions/transactions.repository.ts';
+import { countNotes, findPinnedNotes } from '../notes/index.ts';
+import { findStatements } from '../statements/index.ts';
+import { findBalance, findOpenPeriodStart } from '../transactions/index.ts';
 import {
   findAccountWithTeam, findActivePaymentInstruction, findCustomers, findSupplyAddresses, findSupplyPoints,
 } from './account-read.repository.ts';

@@ -1,6 +1,6 @@
-import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/account-data.examples.ts';
-import { EXAMPLE_SERVICE_ACCOUNT_NUMBER } from '../account-imports/account-imports.examples.ts';
-import { DEMO } from '../admin/demo-seed.ts';
+import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
+import { EXAMPLE_SERVICE_ACCOUNT_NUMBER } from '../account-imports/index.ts';
+import { DEMO } from '../admin/index.ts';
 import type { AccountView } from './account-read.schemas.ts';
 
 // OpenAPI example: the example account once its history is imported (as the other examples import it).

@@ -5,8 +5,8 @@ import type { Database } from '../../db/schema.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { Directory } from '../../core/directory.ts';
 import { AppError } from '../../core/errors.ts';
-import { findApiKeyByPrefix } from '../admin/admin.repository.ts';
-import { secretMatches, splitKey } from '../admin/api-keys.ts';
+import { findApiKeyByPrefix } from '../admin/index.ts';
+import { secretMatches, splitKey } from '../admin/index.ts';
 import { insertRefreshToken, revokeFamily, useRefreshToken } from './refresh-tokens.repository.ts';
 
 // Tokens are HS256 JWTs naming the organisation and the API key they came from. The signing key is

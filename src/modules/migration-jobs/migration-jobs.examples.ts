@@ -1,5 +1,5 @@
-import { EXAMPLE_ACCOUNT } from '../account-data/account-data.examples.ts';
-import { DEMO } from '../admin/demo-seed.ts';
+import { EXAMPLE_ACCOUNT } from '../account-data/index.ts';
+import { DEMO } from '../admin/index.ts';
 import type { CreateJobBody, Job, RecordResult, UpdateJobBody, UploadReply } from './migration-jobs.schemas.ts';
 import type { ExceptionLine, ReconciliationReport } from './reconciliation.schemas.ts';
 import type { JobRate, RecordSearchPage } from './job-views.schemas.ts';

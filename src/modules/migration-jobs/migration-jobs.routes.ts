@@ -7,7 +7,7 @@ import { exemptFromRequestDeadline } from '../../http/request-deadline.ts';
 import { compileRequestValidator } from '../../http/validator-compiler.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
-import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/account-data.examples.ts';
+import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/index.ts';
 import {
   ACTION_REFUSED, CREATE_JOB, JOB, JOB_NOT_FOUND, JOB_NOT_OPEN, RECORD_RESULT, THROTTLE_JOB, THROTTLE_REFUSED, UPLOAD_CUT_OFF, UPLOAD_RECORDS,
   UPLOAD_TOO_LARGE, UPLOADED,
@@ -59,9 +59,9 @@ const BAD_ID = { detail: 'The request failed validation.', code: 'invalid', erro
 
 // Migration jobs (D11). The upload is not parsed by Fastify: its parser hands the raw request stream
 // to the service, which reads it line by line (gunzipped first with Content-Encoding: gzip).
-export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db, queue, config }) => {
+export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db, queue, events, config }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
-  const deps: jobs.JobsDeps = { db, queue, config };
+  const deps: jobs.JobsDeps = { db, queue, events, config };
   app.addContentTypeParser(NDJSON, (_request, payload, done) => done(null, payload));
 
   app.post('/migration-jobs/', {

@@ -7,7 +7,7 @@ import { AppError } from '../../core/errors.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import { findTeamByName } from '../admin/admin.repository.ts';
+import { findTeamByName } from '../admin/index.ts';
 import type { Caller } from '../../core/caller.ts';
 import * as repo from './migration-jobs.repository.ts';
 import * as totals from './reconciliation.repository.ts';
@@ -23,7 +23,7 @@ import { recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
 import { parseLine } from './record-line.ts';
 import { isActive, isFinished } from './job-states.ts';
 import { recordFailedEvent } from './record-failed-event.ts';
-import { recordEvents } from '../events/events.repository.ts';
+import type { Events } from '../events/index.ts';
 
 // Migration jobs (D11): create, upload, start, cancel, retry, read. The records themselves are run by
 // the queue workers (migration-jobs.worker.ts, record-pipeline.ts).
@@ -33,6 +33,7 @@ type Db = Kysely<Database>;
 export interface JobsDeps {
   db: Db;
   queue: JobQueue;
+  events: Events;
   config: Pick<Config, 'jobMaxRecords' | 'jobUploadLimitBytes' | 'bodyLimitBytes'>;
 }
 
@@ -270,7 +271,7 @@ async function writeBatch(deps: JobsDeps, jobId: string, lines: HashedLine[], up
     const failed = records.flatMap((r) => (r.outcome === 'failed'
       ? [recordFailedEvent(job.supplier_id, jobId, { line: r.line, externalAccountNumber: r.external_account_number, step: r.step ?? 'parse', errors: r.errors })]
       : []));
-    await recordEvents(trx, failed);
+    await deps.events.record(trx, failed);
     return { count: records.length, total: job.total_lines + records.length };
   });
 }
@@ -301,7 +302,7 @@ export async function cancelJob(deps: JobsDeps, caller: Caller, id: string): Pro
     const { running } = await repo.hasUnfinished(trx, job.id);
     // Records already running finish; the last one to finish makes the job cancelled.
     await repo.updateJob(trx, job.id, running ? { cancelRequested: true } : { state: 'cancelled', cancelRequested: true, finishedNow: true });
-    if (!running) await recordJobEnded(trx, job, 'cancelled');
+    if (!running) await recordJobEnded(deps.events, trx, job, 'cancelled');
   });
   return getJob(deps.db, caller, id);
 }

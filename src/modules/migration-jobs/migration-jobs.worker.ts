@@ -1,13 +1,17 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
-import type { StagingWriter } from '../account-imports/staging-writer.ts';
+import type { StagingWriter } from '../account-imports/index.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import { recordEvent } from '../events/events.repository.ts';
+import type { Events } from '../events/index.ts';
+
 import * as repo from './migration-jobs.repository.ts';
 import { finishFailedRecord } from './record-failed-event.ts';
 import { runRecord, type PipelineDeps } from './record-pipeline.ts';
 import { isActive } from './job-states.ts';
+
+/** The store and the process's events: what ending a record or a job writes with. */
+type JobStore = { db: Kysely<Database>; events: Events };
 
 // The migration jobs on the queue (D11). Three queues:
 // - migration_dispatch {job_id}: keeps up to JOB_DISPATCH_WINDOW of the job's pending records on the
@@ -74,19 +78,19 @@ export interface JobsWorkerLogger {
   error(obj: object, msg: string): void;
 }
 
-export async function startMigrationWorkers({ db, staging, queue, config, logger, concurrency }: {
-  db: Kysely<Database>; staging: StagingWriter; queue: JobQueue; config: JobsWorkerConfig; logger: JobsWorkerLogger; concurrency: number;
+export async function startMigrationWorkers({ db, events, staging, queue, config, logger, concurrency }: {
+  db: Kysely<Database>; events: Events; staging: StagingWriter; queue: JobQueue; config: JobsWorkerConfig; logger: JobsWorkerLogger; concurrency: number;
 }): Promise<{ stop(): Promise<void> }> {
   await defineMigrationQueues(queue, config);
-  const deps: PipelineDeps = { db, staging, queue, processConcurrencyLimit: config.processConcurrencyLimit, log: logger };
+  const deps: PipelineDeps = { db, events, staging, queue, processConcurrencyLimit: config.processConcurrencyLimit, log: logger };
   await queue.work<{ job_id: string }>(DISPATCH_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, async (job) => {
-    await dispatch(db, queue, job.data.job_id, config);
+    await dispatch(deps, queue, job.data.job_id, config);
   });
   await queue.work<{ job_id: string; line: number }>(RECORD_DEAD_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
-    await giveUpRecord(db, job.data, config);
+    await giveUpRecord(deps, job.data, config);
   });
   await queue.work<{ job_id: string }>(WINDOW_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
-    await closeWindow(db, job.data.job_id);
+    await closeWindow(deps, job.data.job_id);
   });
   await queue.work<RecordJobData>(RECORD_QUEUE, { concurrency, pollingIntervalSeconds: 0.5, batchSize: RECORD_BATCH, shareBy: 'org' }, async (job) => {
     await runRecordJob(deps, config, logger, job.data, job);
@@ -103,7 +107,8 @@ export async function startMigrationWorkers({ db, staging, queue, config, logger
  * their `enqueued` marks; while records are left to send, the same transaction queues the next look.
  * The job ends here only when it had nothing to run (every line judged at upload).
  */
-export async function dispatch(db: Kysely<Database>, queue: JobQueue, jobId: string, config: JobsWorkerConfig): Promise<void> {
+export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, config: JobsWorkerConfig): Promise<void> {
+  const { db } = store;
   const left = await db.transaction().execute(async (trx) => {
     // The queue's fetch reads every waiting job of its queue to pick the oldest, so a whole book sent
     // at once made each fetch dearer the bigger the job (2.3 ms a fetch at 3,000 records, and 10,000
@@ -129,7 +134,7 @@ export async function dispatch(db: Kysely<Database>, queue: JobQueue, jobId: str
   // Nothing left to send. The dispatcher keeps looking, every RECHECK_FULL_AFTER_MS, until the job has
   // ended: a record that saw others pending does not look for the job's end (finishRecord), and
   // those others may have been cancelled, or finished beside it, without it seeing; this ends such a job.
-  if (!(await finishIfDone(db, jobId))) {
+  if (!(await finishIfDone(store, jobId))) {
     await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: new Date(Date.now() + RECHECK_FULL_AFTER_MS) });
   }
 }
@@ -140,9 +145,9 @@ function nextLookAfterMs(sent: boolean, nextTokenMs: number | null): number {
   return nextTokenMs === null ? after : Math.min(RECHECK_FULL_AFTER_MS, Math.max(TOP_UP_AFTER_MS, nextTokenMs));
 }
 
-export async function closeWindow(db: Kysely<Database>, jobId: string): Promise<void> {
-  await repo.cancelPending(db, jobId, [WINDOW_CLOSED]);
-  await finishIfDone(db, jobId);
+export async function closeWindow(store: JobStore, jobId: string): Promise<void> {
+  await repo.cancelPending(store.db, jobId, [WINDOW_CLOSED]);
+  await finishIfDone(store, jobId);
 }
 
 const WINDOW_CLOSED = { code: 'migration_window_closed', attr: 'non_field_errors', detail: 'The job\'s not_after passed before this record started.' };
@@ -167,7 +172,7 @@ async function runRecordJob(
   if (job.state !== 'running') await repo.markRunning(db, job.id);
   if (job.not_after && job.not_after.getTime() <= Date.now()) {
     await repo.finishRecord(db, job.id, record.line, { outcome: 'cancelled', step: null, created: null, serviceAccountNumber: null, errors: [WINDOW_CLOSED] });
-    await finishIfDone(db, job.id);
+    await finishIfDone(deps, job.id);
     return;
   }
   const result = await runRecord(deps, job, record);
@@ -181,29 +186,30 @@ async function runRecordJob(
   const outcome = result.kind === 'transient' ? 'failed' : result.outcome;
   const finished = { created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors, warnings: result.warnings };
   const { othersPending } = outcome === 'failed'
-    ? await finishFailedRecord(db, { id: job.id, supplierId: job.supplier_id }, {
+    ? await finishFailedRecord(deps, { id: job.id, supplierId: job.supplier_id }, {
       line: record.line, externalAccountNumber: record.external_account_number, step: result.step ?? 'account', ...finished,
     })
     : await repo.finishRecord(db, job.id, record.line, { outcome, step: result.step, ...finished });
   // Records still pending: this is not the job's end, and one round trip less a record. Seen
   // without: the job may be ending, so it is looked at again after this commit.
-  if (!othersPending) await finishIfDone(db, job.id);
+  if (!othersPending) await finishIfDone(deps, job.id);
 }
 
 /**
  * A record whose queue job failed for good outside the pipeline (its worker died, or the store was
  * away, on every try) fails with service_unavailable instead of staying running for ever.
  */
-async function giveUpRecord(db: Kysely<Database>, data: { job_id: string; line: number }, config: JobsWorkerConfig): Promise<void> {
+async function giveUpRecord(store: JobStore, data: { job_id: string; line: number }, config: JobsWorkerConfig): Promise<void> {
+  const { db } = store;
   const record = await repo.claimRecord(db, data.job_id, data.line);
   const job = record ? await repo.findJob(db, data.job_id) : undefined;
   if (!record || !job) return;
-  await finishFailedRecord(db, { id: job.id, supplierId: job.supplier_id }, {
+  await finishFailedRecord(store, { id: job.id, supplierId: job.supplier_id }, {
     line: data.line, externalAccountNumber: record.external_account_number, step: record.step ?? 'account',
     created: record.created, serviceAccountNumber: record.service_account_number,
     errors: [{ code: 'service_unavailable', attr: 'non_field_errors', detail: `The record could not be run after ${config.jobRetryLimit + 1} tries (a worker stopped or the store was unavailable).` }],
   });
-  await finishIfDone(db, data.job_id);
+  await finishIfDone(store, data.job_id);
 }
 
 /**
@@ -213,7 +219,7 @@ async function giveUpRecord(db: Kysely<Database>, data: { job_id: string; line: 
  * job row's lock settles the common case (records left) without a transaction; only a job that may
  * be done takes the lock and looks again.
  */
-export async function finishIfDone(db: Kysely<Database>, jobId: string): Promise<boolean> {
+export async function finishIfDone({ db, events }: JobStore, jobId: string): Promise<boolean> {
   const before = await repo.hasUnfinished(db, jobId);
   if (before.pending || before.running) return false;
   return db.transaction().execute(async (trx) => {
@@ -223,16 +229,16 @@ export async function finishIfDone(db: Kysely<Database>, jobId: string): Promise
     if (left.pending || left.running) return false;
     const how = job.cancel_requested ? 'cancelled' : 'completed';
     await repo.updateJob(trx, jobId, { state: how, finishedNow: true });
-    await recordJobEnded(trx, job, how);
+    await recordJobEnded(events, trx, job, how);
     return true;
   });
 }
 
 /** The job's end as an event (D13), in the transaction that ends it. */
-export async function recordJobEnded(trx: Transaction<Database>, job: repo.JobRow, how: 'completed' | 'cancelled'): Promise<void> {
+export async function recordJobEnded(events: Events, trx: Transaction<Database>, job: repo.JobRow, how: 'completed' | 'cancelled'): Promise<void> {
   const counts = await repo.countsOf(trx, job.id);
-  await recordEvent(trx, {
+  await events.record(trx, [{
     supplierId: job.supplier_id, type: how === 'completed' ? 'migration_job.completed' : 'migration_job.cancelled',
     externalAccountNumber: null, data: { job_id: job.id, counts: { ...counts } },
-  });
+  }]);
 }

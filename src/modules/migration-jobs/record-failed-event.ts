@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { NewEvent } from '../events/event-types.ts';
-import { recordEvent } from '../events/events.repository.ts';
+import type { Events, NewEvent } from '../events/index.ts';
 import * as repo from './migration-jobs.repository.ts';
 import type { RecordError, RecordStep, RecordWarning } from './migration-jobs.schemas.ts';
 
@@ -30,7 +29,7 @@ export function recordFailedEvent(supplierId: number, jobId: string, failed: Fai
  * (a worker and the dead-letter queue) is reported once.
  */
 export async function finishFailedRecord(
-  db: Kysely<Database>, job: { id: string; supplierId: number },
+  { db, events }: { db: Kysely<Database>; events: Events }, job: { id: string; supplierId: number },
   failed: FailedRecord & { created: boolean | null; serviceAccountNumber: string | null; warnings?: RecordWarning[] },
 ): Promise<{ othersPending: boolean }> {
   return db.transaction().execute(async (trx) => {
@@ -38,7 +37,7 @@ export async function finishFailedRecord(
       outcome: 'failed', step: failed.step, created: failed.created, serviceAccountNumber: failed.serviceAccountNumber,
       errors: [...failed.errors], warnings: failed.warnings,
     });
-    if (done.finished) await recordEvent(trx, recordFailedEvent(job.supplierId, job.id, failed));
+    if (done.finished) await events.record(trx, [recordFailedEvent(job.supplierId, job.id, failed)]);
     return { othersPending: done.othersPending };
   });
 }

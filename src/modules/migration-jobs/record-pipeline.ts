@@ -4,22 +4,23 @@ import { AppError, type FieldError } from '../../core/errors.ts';
 import { compileValidator, type Validator } from '../../core/validation.ts';
 import { isStoreUnavailable } from '../../db/errors.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import { validateAccountData, type AccountData } from '../account-data/account-data.schemas.ts';
-import { createAccount } from '../account-imports/create-account.service.ts';
-import { stageAccount } from '../account-imports/stage-account.service.ts';
-import { stagingOn, type StagingWriter } from '../account-imports/staging-writer.ts';
+import type { Events } from '../events/index.ts';
+import { validateAccountData, type AccountData } from '../account-data/index.ts';
+import { createAccount } from '../account-imports/index.ts';
+import { stageAccount } from '../account-imports/index.ts';
+import { stagingOn, type StagingWriter } from '../account-imports/index.ts';
 import { rehearse } from '../../db/rehearsal.ts';
 import type { Caller } from '../../core/caller.ts';
 import { readSupplier } from '../../core/directory.ts';
-import { CreateNotesBody } from '../notes/notes.schemas.ts';
-import { importNotes } from '../notes/notes.service.ts';
-import { CreatePaymentInstructionBody } from '../payment-instructions/payment-instructions.schemas.ts';
-import { createPaymentInstruction } from '../payment-instructions/payment-instructions.service.ts';
-import { CreateStatementsBody } from '../statements/statements.schemas.ts';
-import { importStatements } from '../statements/statements.service.ts';
-import { CreateTransactionsBody } from '../transactions/transactions.schemas.ts';
-import { importTransactions } from '../transactions/transactions.service.ts';
-import { findAccountDrift } from '../accounts/account-drift.ts';
+import { CreateNotesBody } from '../notes/index.ts';
+import { importNotes } from '../notes/index.ts';
+import { CreatePaymentInstructionBody } from '../payment-instructions/index.ts';
+import { createPaymentInstruction } from '../payment-instructions/index.ts';
+import { CreateStatementsBody } from '../statements/index.ts';
+import { importStatements } from '../statements/index.ts';
+import { CreateTransactionsBody } from '../transactions/index.ts';
+import { importTransactions } from '../transactions/index.ts';
+import { findAccountDrift } from '../accounts/index.ts';
 import { markRecordCreated, type RecordRow, type WorkerJobRow } from './migration-jobs.repository.ts';
 import type { RecordError, RecordStep, RecordWarning } from './migration-jobs.schemas.ts';
 
@@ -35,6 +36,8 @@ export interface PipelineDeps {
   /** The process's staging writer: a record's stage is committed with the stages running beside it. */
   staging: StagingWriter;
   queue: JobQueue;
+  /** The process's events (the steps' services write theirs through it). */
+  events: Events;
   processConcurrencyLimit: number;
   /** Where a record's unexpected failure goes, with its stack, job and line (the record only says internal_error). */
   log: { error(obj: object, msg: string): void };
@@ -74,7 +77,7 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
   if (!job.dry_run) return runSteps(deps, job, row);
   let run: RecordRun;
   try {
-    run = await rehearse(deps.db, (db) => runSteps({ ...deps, db, staging: stagingOn(db) }, job, row));
+    run = await rehearse(deps.db, (db) => runSteps({ ...deps, db, staging: stagingOn(db, deps.events) }, job, row));
   } catch (error) {
     // The rehearsal's own transaction failed (the store went away): the record's steps are unknown.
     return failedRun(deps, job, row, error, { created: row.created, number: row.service_account_number, warnings: [] });
@@ -120,7 +123,7 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
     if (!imported) {
       try {
         const made = await createAccount({
-          db: deps.db, processConcurrencyLimit: deps.processConcurrencyLimit, queue: deps.queue,
+          db: deps.db, processConcurrencyLimit: deps.processConcurrencyLimit, queue: deps.queue, events: deps.events,
           // A pre-flight's record is not marked: its account is rolled back.
           onCreated: job.dry_run ? undefined : (trx, made) => markRecordCreated(trx, job.id, row.line, made),
         }, caller, {
@@ -140,22 +143,22 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
     const base = { import_supplier: job.supplier_code, external_account_number: ext };
     if (present(record.statements)) {
       const body = { ...base, statements: record.statements };
-      await runStep('statements', CreateStatementsBody, body, '', () => importStatements(deps.db, caller, body as CreateStatementsBody));
+      await runStep('statements', CreateStatementsBody, body, '', () => importStatements(deps, caller, body as CreateStatementsBody));
     }
     if (present(record.transactions)) {
       const body = { ...base, transactions: record.transactions };
-      await runStep('transactions', CreateTransactionsBody, body, '', () => importTransactions(deps.db, caller, body as CreateTransactionsBody,
+      await runStep('transactions', CreateTransactionsBody, body, '', () => importTransactions(deps, caller, body as CreateTransactionsBody,
         { checkPreviouslyAdded: true, forceAddToCurrentStatement: true }));
     }
     if (present(record.notes)) {
       const body = { ...base, notes: record.notes };
-      await runStep('notes', CreateNotesBody, body, '', () => importNotes(deps.db, caller, body as CreateNotesBody));
+      await runStep('notes', CreateNotesBody, body, '', () => importNotes(deps, caller, body as CreateNotesBody));
     }
     if (record.payment_instruction !== undefined && record.payment_instruction !== null) {
       const instruction = record.payment_instruction;
       const body = typeof instruction === 'object' && !Array.isArray(instruction) ? { ...base, ...instruction } : instruction;
       await runStep('payment_instruction', CreatePaymentInstructionBody, body, 'payment_instruction',
-        () => createPaymentInstruction(deps.db, caller, body as CreatePaymentInstructionBody));
+        () => createPaymentInstruction(deps, caller, body as CreatePaymentInstructionBody));
     }
     return { kind: 'done', outcome: 'succeeded', step: null, created, serviceAccountNumber: number, errors: [], warnings };
   } catch (error) {

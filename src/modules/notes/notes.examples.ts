@@ -1,5 +1,5 @@
-import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/account-data.examples.ts';
-import { DEMO } from '../admin/demo-seed.ts';
+import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
+import { DEMO } from '../admin/index.ts';
 import type { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 
 // OpenAPI examples: a note onto the example account once it is created.

@@ -7,7 +7,7 @@ import { IMPORT_NOTES, NOTE_RESULTS } from './notes.examples.ts';
 import { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 import { importNotes } from './notes.service.ts';
 
-export const notesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+export const notesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, events }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/notes/create/', {
     schema: {
       tags: ['Imported data'],
@@ -27,5 +27,5 @@ export const notesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) =>
           { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', attr: 'external_account_number' }] }, { note: 'The account is not imported (or was never staged).' }),
       },
     },
-  }, async (request, reply) => reply.code(201).send(await importNotes(db, callerOf(request), request.body)));
+  }, async (request, reply) => reply.code(201).send(await importNotes({ db, events }, callerOf(request), request.body)));
 };

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Choice } from '../../schemas/choice.ts';
 import { ExternalAccountNumber, ImportSupplierCode } from '../../schemas/identifiers.ts';
 import { Nullable } from '../../schemas/text.ts';
-import { Note } from '../account-data/note.schemas.ts';
+import { Note } from '../account-data/index.ts';
 
 // Import notes (spec 4.4, D8). The note item itself is the one of the account data (spec 2.4).
 

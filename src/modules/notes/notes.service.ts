@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
-import type { Note } from '../account-data/note.schemas.ts';
-import { lockImportedAccount } from '../accounts/imported-account.ts';
+import type { Note } from '../account-data/index.ts';
+import { lockImportedAccount } from '../accounts/index.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEventsWith } from '../events/events.repository.ts';
+import type { Events } from '../events/index.ts';
 import type { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 import { findNotesWithBodies, notesInsert, type NoteRow, type StoredNote } from './notes.repository.ts';
 
@@ -16,7 +16,7 @@ import { findNotesWithBodies, notesInsert, type NoteRow, type StoredNote } from 
  * handled in order in one database transaction holding the account row, so a repeat within the
  * request, or in a concurrent identical request, finds the first one.
  */
-export async function importNotes(db: Kysely<Database>, caller: Caller, body: CreateNotesBody): Promise<CreateNotesResponse> {
+export async function importNotes({ db, events }: { db: Kysely<Database>; events: Events }, caller: Caller, body: CreateNotesBody): Promise<CreateNotesResponse> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   const now = new Date(Math.floor(Date.now() / 1000) * 1000);
   return db.transaction().execute(async (trx) => {
@@ -35,7 +35,7 @@ export async function importNotes(db: Kysely<Database>, caller: Caller, body: Cr
       known.push({ body: w.body, documentPaths: w.documentPaths, createdAt });
       return { created_at: utcSeconds(createdAt), body: w.body, status: 'NOTE_CREATION_SUCCESS' as const };
     });
-    await recordEventsWith(trx, [{
+    await events.record(trx, [{
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'notes', added: fresh.length, already_existing: wanted.length - fresh.length },
     }], fresh.length > 0 ? notesInsert(trx, account.id, fresh) : null);

@@ -1,6 +1,6 @@
-import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/account-data.examples.ts';
-import { EXAMPLE_SERVICE_ACCOUNT_NUMBER } from '../account-imports/account-imports.examples.ts';
-import { DEMO } from '../admin/demo-seed.ts';
+import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
+import { EXAMPLE_SERVICE_ACCOUNT_NUMBER } from '../account-imports/index.ts';
+import { DEMO } from '../admin/index.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 
 // OpenAPI examples. A fresh service has no payment vendor: this one needs the service team to have

@@ -9,7 +9,7 @@ import {
 import { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import { createPaymentInstruction } from './payment-instructions.service.ts';
 
-export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, events }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/payment-instruction/create/', {
     schema: {
       tags: ['Imported data'],
@@ -38,7 +38,7 @@ export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (a
       },
     },
   }, async (request, reply) => {
-    const created = await createPaymentInstruction(db, callerOf(request), request.body);
+    const created = await createPaymentInstruction({ db, events }, callerOf(request), request.body);
     return reply.code(201).send(created);
   });
 };

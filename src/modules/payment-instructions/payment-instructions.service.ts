@@ -3,9 +3,9 @@ import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError } from '../../core/errors.ts';
 import { conflictError, differences } from '../../core/conflicts.ts';
-import { findImportedAccount } from '../accounts/imported-account.ts';
+import { findImportedAccount } from '../accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEvent } from '../events/events.repository.ts';
+import type { Events } from '../events/index.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import * as repo from './payment-instructions.repository.ts';
 import { createVendorClient } from './vendors/vendor-factory.ts';
@@ -19,7 +19,7 @@ type Db = Kysely<Database>;
  * own; the partial unique index settles races between requests that both found no active instruction.
  */
 export async function createPaymentInstruction(
-  db: Db, caller: Caller, body: CreatePaymentInstructionBody,
+  { db, events }: { db: Db; events: Events }, caller: Caller, body: CreatePaymentInstructionBody,
 ): Promise<CreatePaymentInstructionReply> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   const account = await findImportedAccount(db, supplier.id, body.external_account_number);
@@ -33,7 +33,7 @@ export async function createPaymentInstruction(
   });
   const alreadyStored = async (active: ActiveInstruction) => {
     const same = sameOrConflict(active, vendor.id, body, reply);
-    await db.transaction().execute((trx) => recordEvent(trx, event(0)));
+    await db.transaction().execute((trx) => events.record(trx, [event(0)]));
     return same;
   };
 
@@ -57,7 +57,7 @@ export async function createPaymentInstruction(
       account_id: account.id, vendor_id: vendor.id, reference: body.reference, type: body.type,
       status: result.status, details: result.details,
     });
-    if (row) await recordEvent(trx, event(1));
+    if (row) await events.record(trx, [event(1)]);
     return row;
   });
   if (stored) return reply;

@@ -1,5 +1,5 @@
-import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/account-data.examples.ts';
-import { DEMO } from '../admin/demo-seed.ts';
+import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
+import { DEMO } from '../admin/index.ts';
 import type { CreateStatementsBody } from './statements.schemas.ts';
 
 // OpenAPI examples: the example account's March statement, which closes its statement periods.

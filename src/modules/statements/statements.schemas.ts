@@ -4,7 +4,7 @@ import { DateString } from '../../schemas/dates.ts';
 import { ExternalAccountNumber, ImportSupplierCode } from '../../schemas/identifiers.ts';
 import { SignedAmount } from '../../schemas/money.ts';
 import { RequiredText } from '../../schemas/text.ts';
-import { DocumentPath } from '../account-data/note.schemas.ts';
+import { DocumentPath } from '../account-data/index.ts';
 
 // Historical statements (spec 2.6, 4.6, D8): PDFs already issued by the supplier. Each one closes a
 // statement period of the account: transactions go after the latest one's bill_period_to_date.

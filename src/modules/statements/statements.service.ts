@@ -4,9 +4,9 @@ import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { conflictError, differences } from '../../core/conflicts.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { lockImportedAccount } from '../accounts/imported-account.ts';
+import { lockImportedAccount } from '../accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEventsWith } from '../events/events.repository.ts';
+import type { Events } from '../events/index.ts';
 import { decimalString } from '../../schemas/money.ts';
 import type { CreateStatementsBody, StatementItem } from './statements.schemas.ts';
 import { findStatements, statementsInsert, type StatementRow } from './statements.repository.ts';
@@ -21,7 +21,7 @@ interface Period { id: string; from: string; to: string }
  * account, stored or in the same request (`statement_period_overlap` at its bill_period_from_date).
  * Answers the validated data.
  */
-export async function importStatements(db: Kysely<Database>, caller: Caller, body: CreateStatementsBody): Promise<CreateStatementsBody> {
+export async function importStatements({ db, events }: { db: Kysely<Database>; events: Events }, caller: Caller, body: CreateStatementsBody): Promise<CreateStatementsBody> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   await db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
@@ -51,7 +51,7 @@ export async function importStatements(db: Kysely<Database>, caller: Caller, bod
 
     if (errors.some((e) => e.code === 'conflict')) throw conflictError(errors);
     if (errors.length > 0) throw new AppError('statement_period_overlap', errors[0]!.detail, { errors });
-    await recordEventsWith(trx, [{
+    await events.record(trx, [{
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'statements', added: fresh.length, already_existing: body.statements.length - fresh.length },
     }], fresh.length === 0 ? null : statementsInsert(trx, fresh.map((item) => ({

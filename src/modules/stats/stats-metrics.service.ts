@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { RECORD_OUTCOMES } from '../migration-jobs/migration-jobs.schemas.ts';
+import { RECORD_OUTCOMES } from '../migration-jobs/index.ts';
 import * as repo from './stats.repository.ts';
 
 // The figures of /metrics (http/domain-metrics.ts makes each a gauge read at scrape time): the stats

@@ -1,6 +1,6 @@
-import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/account-data.examples.ts';
-import { DEMO } from '../admin/demo-seed.ts';
-import { JOB } from '../migration-jobs/migration-jobs.examples.ts';
+import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
+import { DEMO } from '../admin/index.ts';
+import { JOB } from '../migration-jobs/index.ts';
 import { HOURS_SHOWN, type AccountAttempts, type SupplierStats, type SupplierSummaryList } from './stats.schemas.ts';
 
 // OpenAPI examples: the demo supplier's statistics a little after a migration job started.

@@ -1,8 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { heldLocks } from '../account-imports/import-locks.repository.ts';
-import type { RecordOutcome } from '../migration-jobs/migration-jobs.schemas.ts';
-import { SQL_FINISHED_JOB_STATES } from '../migration-jobs/job-states.ts';
+import { heldLocks } from '../account-imports/index.ts';
+import type { RecordOutcome } from '../migration-jobs/index.ts';
+import { SQL_FINISHED_JOB_STATES } from '../migration-jobs/index.ts';
 
 // The statistics queries (D14). None counts a supplier's accounts, so the answer costs the same at a
 // million accounts as at ten: each reads counters that triggers of migration 009 keep in the writing

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Choice } from '../../schemas/choice.ts';
-import { SUPPLIER_STATUSES } from '../admin/admin.service.ts';
-import { Job } from '../migration-jobs/migration-jobs.schemas.ts';
+import { SUPPLIER_STATUSES } from '../admin/index.ts';
+import { Job } from '../migration-jobs/index.ts';
 
 // The statistics of one supplier (D14): what the dashboard shows, from indexed queries.
 

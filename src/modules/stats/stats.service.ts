@@ -2,9 +2,9 @@ import type { Kysely } from 'kysely';
 import type { Caller } from '../../core/caller.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Database } from '../../db/schema.ts';
-import { findJob } from '../migration-jobs/migration-jobs.repository.ts';
-import { jobView } from '../migration-jobs/migration-jobs.service.ts';
-import type { Job } from '../migration-jobs/migration-jobs.schemas.ts';
+import { findJob } from '../migration-jobs/index.ts';
+import { jobView } from '../migration-jobs/index.ts';
+import type { Job } from '../migration-jobs/index.ts';
 import * as repo from './stats.repository.ts';
 import {
   HOURS_SHOWN, MAX_ATTEMPTS_SHOWN, MAX_ERROR_GROUPS, MAX_GROUP_EXAMPLES, type AccountAttempts, type SupplierStats, type SupplierSummaryList,

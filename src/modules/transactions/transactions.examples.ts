@@ -1,5 +1,5 @@
-import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/account-data.examples.ts';
-import { DEMO } from '../admin/demo-seed.ts';
+import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
+import { DEMO } from '../admin/index.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse } from './transactions.schemas.ts';
 
 // OpenAPI examples: April's payment and supply charge of the example account, after its March statement.

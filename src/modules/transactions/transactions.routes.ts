@@ -9,7 +9,7 @@ import {
 } from './transactions.schemas.ts';
 import { importTransactions } from './transactions.service.ts';
 
-export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, events }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/transactions/create/', {
     schema: {
       tags: ['Imported data'],
@@ -38,7 +38,7 @@ export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { d
       },
     },
   }, async (request, reply) => {
-    const result = await importTransactions(db, callerOf(request), request.body, {
+    const result = await importTransactions({ db, events }, callerOf(request), request.body, {
       checkPreviouslyAdded: request.query.check_previously_added ?? true,
       forceAddToCurrentStatement: request.query.force_add_to_current_statement ?? true,
     });

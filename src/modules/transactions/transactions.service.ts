@@ -4,10 +4,10 @@ import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { conflictError, differences, type ComparedField } from '../../core/conflicts.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { lockImportedAccount } from '../accounts/imported-account.ts';
+import { lockImportedAccount } from '../accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
-import { recordEventsWith } from '../events/events.repository.ts';
-import { insertNotes } from '../notes/notes.repository.ts';
+import type { Events } from '../events/index.ts';
+import { insertNotes } from '../notes/index.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
 import {
@@ -27,7 +27,7 @@ const NOTE_LISTS_AT_MOST = 20;
  * was stored; otherwise the batch is a 400 `conflict` naming each differing field.
  */
 export async function importTransactions(
-  db: Kysely<Database>, caller: Caller, body: CreateTransactionsBody, options: ImportOptions,
+  { db, events }: { db: Kysely<Database>; events: Events }, caller: Caller, body: CreateTransactionsBody, options: ImportOptions,
 ): Promise<CreateTransactionsResponse> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   return db.transaction().execute(async (trx) => {
@@ -73,7 +73,7 @@ export async function importTransactions(
     }
 
     // The batch's event is written with its insert; a batch refused below rolls both back.
-    const inserted = await recordEventsWith(trx, [{
+    const inserted = await events.record(trx, [{
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'transactions', added: rows.length, already_existing: body.transactions.length - rows.length },
     }], rows.length > 0 ? transactionsInsert(account.id, rows) : null);

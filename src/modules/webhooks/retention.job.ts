@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { deleteEventsBefore } from '../events/events.repository.ts';
+import { deleteEventsBefore } from '../events/index.ts';
 import { deleteDeliveriesBefore } from './webhooks.repository.ts';
 
 // Retention (D13: events are kept at least 30 days): a daily job deletes events and webhook delivery

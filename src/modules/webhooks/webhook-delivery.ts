@@ -3,8 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import type { EventRow } from '../events/events.repository.ts';
-import { toEvent } from '../events/events.service.ts';
+import { toEvent, type EventRow } from '../events/index.ts';
 import { postWebhook, type AttemptResult } from './webhook-http.ts';
 import * as repo from './webhooks.repository.ts';
 

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Choice } from '../../schemas/choice.ts';
 import { Nullable, NullableText } from '../../schemas/text.ts';
-import { EVENT_TYPES } from '../events/event-types.ts';
+import { EVENT_TYPES } from '../events/index.ts';
 import { URL_MAX_LENGTH } from './webhooks.service.ts';
 
 // Wire shapes of the webhook endpoints a supplier manages itself (webhook-endpoints.routes.ts).

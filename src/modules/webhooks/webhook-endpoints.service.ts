@@ -4,7 +4,7 @@ import { AppError } from '../../core/errors.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
-import type { EventType } from '../events/event-types.ts';
+import { insertPing, type EventType } from '../events/index.ts';
 import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, jobIdOf, type DeliveryJob } from './webhook-delivery.ts';
 import type {
   CreatedWebhookEndpoint, CreateWebhookEndpointBody, DeliveriesQuery, PingEvent, RotatedWebhookSecret, UpdateWebhookEndpointBody,
@@ -71,7 +71,7 @@ export async function rotateSecret(db: Db, caller: Caller, id: string): Promise<
 export async function sendPing(deps: EndpointsDeps, caller: Caller, id: string): Promise<PingEvent> {
   await ownEndpoint(deps.db, caller, id);
   const ping = await deps.db.transaction().execute(async (trx) => {
-    const event = await repo.insertPing(trx);
+    const event = await insertPing(trx);
     const job: DeliveryJob = { endpoint_id: id, event_id: event.id, attempt: 1 };
     await deps.queue.send(DELIVERY_QUEUE, job, { trx, id: jobIdOf(job), ...DELIVERY_JOB_POLICY });
     return event;

@@ -1,8 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import { setEventRecordedHook } from '../events/events.repository.ts';
-import type { NewEvent } from '../events/event-types.ts';
+import type { EventRecordedHook, NewEvent } from '../events/index.ts';
 import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
 import * as repo from './webhooks.repository.ts';
 
@@ -14,11 +13,11 @@ import * as repo from './webhooks.repository.ts';
 //
 // What starts a fan-out (at most one waiting fan-out job at a time, not one per request):
 // - the transaction that records an event, when the supplier's organisation has an enabled endpoint
-//   and no fan-out job is waiting to be fetched, writes one (registerFanoutTrigger);
+//   and no fan-out job is waiting to be fetched, writes one (createFanoutTrigger);
 // - a fan-out that saw other transactions running when it read (they may commit events it could not
 //   see, or hold back committed ones) sends itself again, to run shortly after (fanOutHandler);
 // - a pg-boss schedule every minute, the backstop for events recorded by a process that never opened
-//   the queue (nothing registered the trigger there).
+//   the queue (its events were built without the trigger).
 // Why skipping when a job is waiting loses nothing: the transaction checks after inserting its event,
 // so it already has an xid. The waiting job is fetched after that check, and its fan-out reads after
 // the fetch: then the transaction has either committed (its event is read, or held back by an older
@@ -109,14 +108,15 @@ async function supplierHasEndpoint(trx: Transaction<Database>, supplierId: numbe
 }
 
 /**
- * Makes recordEvent write a fan-out job in the event's own transaction when none is waiting, so a
- * job exists exactly when the event committed (nothing to lose between commit and send; see above
- * for why a waiting one is enough). Registered once per process by openQueue, so that recordEvent's
- * many call sites need no queue parameter. The job carries no key that is unique across
+ * The events' after-record hook that writes a fan-out job in the event's own transaction when none is
+ * waiting, so a job exists exactly when the event committed (nothing to lose between commit and send;
+ * see above for why a waiting one is enough). Built once per process, once the queue is open, and
+ * given to createEvents (main.ts, worker.ts), so that the many services recording events need no
+ * queue of their own. The job carries no key that is unique across
  * transactions: a unique key would make concurrent event-writing transactions wait for each
  * other's commit; the check for a waiting job is a read, which waits for nobody.
  */
-export function registerFanoutTrigger(queue: JobQueue): void {
+export function createFanoutTrigger(queue: JobQueue): EventRecordedHook {
   const triggered = new WeakSet<object>();
   const trigger = async (trx: Transaction<Database>, event: NewEvent) => {
     if (triggered.has(trx)) return;
@@ -130,7 +130,7 @@ export function registerFanoutTrigger(queue: JobQueue): void {
     const known = endpointLookups.get(supplierId);
     return known !== undefined && known.until > Date.now() && !known.has;
   };
-  setEventRecordedHook(Object.assign(trigger, { idleFor }));
+  return Object.assign(trigger, { idleFor });
 }
 
 /**

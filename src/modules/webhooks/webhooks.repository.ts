@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Database, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../db/schema.ts';
-import { committedBeforeEveryRunning, type EventRow, type FeedPosition } from '../events/events.repository.ts';
+import { committedBeforeEveryRunning, type EventRow, type FeedPosition } from '../events/index.ts';
 
 // The webhook tables (migration 006). Free functions, executor first.
 type Db = Kysely<Database> | Transaction<Database>;
@@ -61,12 +61,6 @@ export async function disableEndpoint(db: Db, id: string, reason: string): Promi
 export function enableEndpoint(db: Db, id: string): Promise<EndpointRow | undefined> {
   return db.updateTable('webhook_endpoints').set({ enabled: true, disabled_reason: null, enabled_at: sql<Date>`now()` })
     .where('id', '=', id).where('enabled', '=', false).returningAll().executeTakeFirst();
-}
-
-/** A test ping: an event of no supplier, so that no feed shows it and the fan-out never reads it. */
-export async function insertPing(trx: Transaction<Database>): Promise<{ id: number; created_at: Date }> {
-  return trx.insertInto('events').values({ supplier_id: null, type: 'ping', external_account_number: null, data: '{}' })
-    .returning(['id', 'created_at']).executeTakeFirstOrThrow();
 }
 
 /** Does the supplier's organisation have an enabled endpoint? (Decides whether an event triggers a fan-out.) */

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { AppError } from '../../core/errors.ts';
 import type { Database } from '../../db/schema.ts';
-import { findOrganisationByName } from '../admin/admin.repository.ts';
-import { EVENT_TYPES, type EventType } from '../events/event-types.ts';
+import { findOrganisationByName } from '../admin/index.ts';
+import { EVENT_TYPES, type EventType } from '../events/index.ts';
 import { forgetEndpointLookups } from './webhook-fanout.ts';
 import * as repo from './webhooks.repository.ts';
 

@@ -3,7 +3,7 @@ import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { deliverBatch, DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
-import { FANOUT_QUEUE, fanOutHandler, registerFanoutTrigger } from './webhook-fanout.ts';
+import { FANOUT_QUEUE, fanOutHandler } from './webhook-fanout.ts';
 import { RETENTION_CRON, RETENTION_QUEUE, runRetention } from './retention.job.ts';
 import { DELIVERY_TIMEOUT_MS } from './webhook-http.ts';
 
@@ -19,14 +19,13 @@ export interface WebhooksLogger {
   warn(obj: object, msg: string): void;
 }
 
-/** Declares the queues and schedules, and arms recordEvent's fan-out trigger (see webhook-fanout.ts). */
+/** Declares the queues and schedules (the fan-out trigger is given to createEvents: webhook-fanout.ts). */
 export async function defineWebhookQueues(queue: JobQueue): Promise<void> {
   await queue.define(FANOUT_QUEUE, { retryLimit: 1000, retryDelay: 2, retryBackoff: false, expireInSeconds: 300 });
   await queue.define(DELIVERY_QUEUE, DELIVERY_JOB_POLICY);
   await queue.define(RETENTION_QUEUE, { retryLimit: 5, retryDelay: 60, retryBackoff: true, expireInSeconds: 3600 });
   await queue.schedule(FANOUT_QUEUE, '* * * * *');
   await queue.schedule(RETENTION_QUEUE, RETENTION_CRON);
-  registerFanoutTrigger(queue);
 }
 
 /** Delivery jobs one worker takes at a time: each is mostly waiting on a remote server, so many run at once. */

@@ -1,0 +1,11 @@
+// The migration jobs module's surface: its queues and workers (workers.ts), the routes, and what the
+// stats and the dashboard read of a job (its view, its states, the record outcomes).
+export { SQL_FINISHED_JOB_STATES } from './job-states.ts';
+export { JOB } from './migration-jobs.examples.ts';
+export { findJob } from './migration-jobs.repository.ts';
+export { migrationJobsRoutes } from './migration-jobs.routes.ts';
+export { Job, RECORD_OUTCOMES, type RecordOutcome } from './migration-jobs.schemas.ts';
+export { jobView } from './migration-jobs.service.ts';
+export { defineMigrationQueues, startMigrationWorkers } from './migration-jobs.worker.ts';
+export { jobViewsRoutes } from './job-views.routes.ts';
+export { reconciliationRoutes } from './reconciliation.routes.ts';

@@ -1,0 +1,6 @@
+// The transactions module's surface: the import service (the route's and a migration record's), the
+// body schema, an account's balance and open period (the account read), the routes.
+export { findBalance, findOpenPeriodStart } from './transactions.repository.ts';
+export { transactionsRoutes } from './transactions.routes.ts';
+export { CreateTransactionsBody } from './transactions.schemas.ts';
+export { importTransactions } from './transactions.service.ts';
