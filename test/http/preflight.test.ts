@@ -170,7 +170,7 @@ describe('a dry-run job is a full pre-flight', () => {
   test('with a webhook taking every event, a pre-flight pushes only the job\'s own events', async () => {
     const tenant = await createTenant(t);
     const receiver = await startReceiver();
-    await createWebhook(db, tenant.organisation, receiver.url);
+    const { webhook } = await createWebhook(db, tenant.organisation, receiver.url);
     const bad = accountPayload(tenant.supplier);
     bad.customers[0]!.mobile = '12';
     await runJob(tenant, [{ account: accountPayload(tenant.supplier), notes: [{ body: 'x' }], transactions: [charge('T-1')] }, { account: bad }], true);
@@ -179,5 +179,10 @@ describe('a dry-run job is a full pre-flight', () => {
     assert.deepEqual(feed.map((e) => e.type).sort(), ['migration_job.completed', 'migration_record.failed']);
     const pushed = await receiver.waitFor(2);
     assert.deepEqual(pushed.map((r) => JSON.parse(r.body).type).sort(), ['migration_job.completed', 'migration_record.failed']);
+    // The deliveries are logged before the file ends (and its database is dropped under them).
+    await waitUntil(async () => {
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${webhook}`.execute(db);
+      return rows[0]!.n >= 2;
+    }, 'both deliveries logged');
   });
 });

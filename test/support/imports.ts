@@ -58,18 +58,31 @@ export async function pgSession(url = process.env.DATABASE_URL): Promise<pg.Clie
  * files creating accounts on the shared database at the same time.
  */
 export async function isolatedDatabaseUrl(): Promise<string> {
+  const database = await isolatedDatabase();
+  after(() => database.drop());
+  return database.url;
+}
+
+/**
+ * isolatedDatabaseUrl for a caller that drops it itself, once everything using it has stopped: a
+ * test app drops its database after its workers and pool are closed, so no late query of theirs
+ * meets a database that is gone.
+ */
+export async function isolatedDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = await pgSession();
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
-  after(async () => {
-    const session = await pgSession();
-    await session.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    await session.end();
-  });
   const url = new URL(process.env.DATABASE_URL!);
   url.pathname = `/${name}`;
-  return url.toString();
+  return {
+    url: url.toString(),
+    async drop() {
+      const session = await pgSession();
+      await session.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      await session.end();
+    },
+  };
 }
 
 export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {

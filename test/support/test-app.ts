@@ -13,7 +13,7 @@ import { createFanoutTrigger } from '../../src/modules/webhooks/webhook-fanout.t
 import { openDirectory, type Directory } from '../../src/core/directory.ts';
 import type { JobQueue } from '../../src/queue/queue.ts';
 import { openQueue, startWorkers, type WorkerLogger } from '../../src/workers.ts';
-import { isolatedDatabaseUrl } from './imports.ts';
+import { isolatedDatabase } from './imports.ts';
 
 // One store and one app per test file (PGlite takes seconds to start). The store is an in-memory
 // PGlite, or, when DATABASE_URL is set, a database of its own on that server: files run two at a
@@ -42,7 +42,8 @@ const quiet = { info() {}, warn() {}, error() {} };
  * delivery themselves); the queue is always open, since creates enqueue on it.
  */
 export async function buildTestApp(env: Record<string, string> = {}, options: { workerLogger?: WorkerLogger } = {}): Promise<TestApp> {
-  const databaseUrl = env.DATABASE_URL ?? (process.env.DATABASE_URL ? await isolatedDatabaseUrl() : '');
+  const isolated = env.DATABASE_URL === undefined && process.env.DATABASE_URL ? await isolatedDatabase() : null;
+  const databaseUrl = env.DATABASE_URL ?? isolated?.url ?? '';
   const config = loadConfig({ DEMO_SEED: 'false', ...env, DATABASE_URL: databaseUrl });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 50 });
   await migrate(store);
@@ -58,6 +59,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: { 
     await queue.stop(1000);
     await directory.close();
     await store.close();
+    await isolated?.drop();
   });
   return { app, store, config, tokens, queue, events, directory };
 }
