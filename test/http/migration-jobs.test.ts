@@ -401,9 +401,10 @@ describe('job states', () => {
     const started = await action(tenant, later.id, 'start');
     assert.deepEqual([started.json.state, started.json.not_before, started.json.counts.pending], ['scheduled', '2099-01-01T00:00:00Z', 1]);
 
-    const closing = await newJob(tenant, { not_after: new Date(Date.now() + 1500).toISOString().replace(/\.\d+Z$/, 'Z') });
+    const closing = await newJob(tenant, { not_after: new Date(Date.now() + 60_000).toISOString().replace(/\.\d+Z$/, 'Z') });
     await upload(tenant, closing.id, [{ account: accountPayload(tenant.supplier) }]);
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // The window closes: set on the job's row instead of waiting for the clock to pass it.
+    await sql`UPDATE migration_jobs SET not_after = now() - interval '1 second' WHERE id = ${closing.id}::uuid`.execute(db);
     await action(tenant, closing.id, 'start');
     const done = await finished(tenant, closing.id);
     assert.deepEqual(done.counts, { ...ZERO, total: 1, cancelled: 1 });
@@ -500,8 +501,12 @@ describe('the end of a job', () => {
     await sql`UPDATE migration_job_records SET enqueued = true, outcome = CASE WHEN line = 1 THEN 'succeeded' ELSE 'running' END,
       finished_at = CASE WHEN line = 1 THEN now() END WHERE job_id = ${job.id}::uuid`.execute(db);
     await sql`UPDATE migration_jobs SET state = 'running', started_at = now() WHERE id = ${job.id}::uuid`.execute(db);
-    await t.queue.send(DISPATCH_QUEUE, { job_id: job.id });
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const look = await t.queue.send(DISPATCH_QUEUE, { job_id: job.id });
+    // That look has run (its queue job completed) and left the job running: line 2 is still running.
+    await waitUntil(async () => {
+      const { rows } = await sql<{ state: string }>`SELECT state FROM pgboss.job WHERE id = ${look}::uuid`.execute(db);
+      return rows[0]?.state === 'completed';
+    }, 'the dispatcher looked');
     assert.equal((await getJob(tenant, job.id)).state, 'running');
     // Line 2 finishes having seen line 1 pending (an outcome that looks for nothing more).
     await sql`UPDATE migration_job_records SET outcome = 'succeeded', finished_at = now() WHERE job_id = ${job.id}::uuid AND line = 2`.execute(db);
