@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/admin.service.ts';
-import { waitUntil } from '../support/imports.ts';
+import { twoLooks, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 
@@ -51,16 +51,7 @@ describe('POST migration-jobs/<id>/pause/ and resume/', () => {
     // past several re-checks of the records waiting on the queue (JOB_PAUSE_RECHECK_SECONDS is 1).
     await waitUntil(async () => (await getJob(tenant, id)).counts.running === 0, 'records in flight finished', 30_000);
     const before = await getJob(tenant, id);
-    // Two looks at the paused job instead of a sleep: the dispatcher's (it keeps looking while records
-    // are unsent) or a waiting record's (a worker takes its queue job, finds the job paused and sends
-    // it again for later), each a queue job of this job that completed without starting a record.
-    const looks = async () => {
-      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job
-        WHERE name IN ('migration_dispatch', 'migration_record') AND data->>'job_id' = ${id} AND state = 'completed'`.execute(db);
-      return rows[0]!.n;
-    };
-    const looked = await looks();
-    await waitUntil(async () => (await looks()) >= looked + 2, 'two looks at the paused job', 30_000);
+    await twoLooks(t, id);
     const after = await getJob(tenant, id);
     assert.equal(after.state, 'paused');
     assert.deepEqual(after.counts, before.counts);

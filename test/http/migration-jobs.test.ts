@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/migration-jobs.worker.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
-import { waitUntil } from '../support/imports.ts';
+import { twoLooks, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -437,7 +437,7 @@ describe('job states', () => {
     await admin.setSupplier(db, tenant.supplier, { status: 'paused' });
     await t.directory.sync();
     assert.equal((await action(tenant, job.id, 'start')).json.state, 'paused');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await twoLooks(t, job.id);
     assert.deepEqual((await getJob(tenant, job.id)).counts, { ...ZERO, total: 1, pending: 1 });
     await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
     await t.directory.sync();
@@ -476,7 +476,7 @@ describe('the dispatch window', () => {
       return rows.map((r) => [r.enqueued, r.n]);
     };
     await waitUntil(async () => JSON.stringify(await sent()) === JSON.stringify([[false, 5], [true, WINDOW]]), 'the first window sent');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await twoLooks(t, job.id);
     assert.deepEqual(await sent(), [[false, 5], [true, WINDOW]]);
     const { rows: queued } = await sql<{ n: number }>`SELECT count(DISTINCT data->>'line')::int AS n FROM pgboss.job
       WHERE name = 'migration_record' AND data->>'job_id' = ${job.id} AND state < 'completed'`.execute(db);

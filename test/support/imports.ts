@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { after } from 'node:test';
+import { sql } from 'kysely';
 import pg from 'pg';
 import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
 import { findSupplierByCode } from '../../src/modules/admin/admin.repository.ts';
@@ -91,4 +92,20 @@ export async function waitUntil(check: () => Promise<boolean>, what: string, tim
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * Waits for two looks at a migration job that should do nothing, instead of sleeping to see that
+ * nothing happened: each look a queue job of the job that completed, the dispatcher's (it keeps
+ * looking while records are unsent) or a waiting record's (a worker takes it, finds the job paused and
+ * sends it again for later).
+ */
+export async function twoLooks(t: TestApp, jobId: string): Promise<void> {
+  const looks = async () => {
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job
+      WHERE name IN ('migration_dispatch', 'migration_record') AND data->>'job_id' = ${jobId} AND state = 'completed'`.execute(t.store.db);
+    return rows[0]!.n;
+  };
+  const before = await looks();
+  await waitUntil(async () => (await looks()) >= before + 2, `two looks at job ${jobId}`, 30_000);
 }
