@@ -10,7 +10,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { accountLockKey } from '../../src/modules/account-imports/import-locks.repository.ts';
 import { DASHBOARD_CSP } from '../../src/http/dashboard.ts';
 import { DOCS_CSP } from '../../src/http/openapi.ts';
-import { launchBrowser, type Browser } from '../support/browser.ts';
+import { launchBrowser, watchProblems, type Browser } from '../support/browser.ts';
 import { onPostgres, pgSession, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -244,16 +244,8 @@ describe('the API reference at /docs', () => {
   });
 
   test('renders in the browser under its policy: every operation listed, one opened, no CSP violation or error', async () => {
-    const problems: string[] = [];
     const page = await context.newPage();
-    await page.addInitScript(() => {
-      (globalThis as any).violations = [];
-      (globalThis as any).document.addEventListener('securitypolicyviolation',
-        (e: any) => (globalThis as any).violations.push(`${e.violatedDirective} ${e.blockedURI}`));
-    });
-    page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
-    page.on('pageerror', (error) => problems.push(error.message));
-    page.on('response', (response) => { if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`); });
+    const problems = await watchProblems(page);
     try {
       await page.goto(`${base}/docs/`);
       const doc = (await call(t.app, 'GET', '/openapi.json')).json;
@@ -264,8 +256,7 @@ describe('the API reference at /docs', () => {
       await page.locator('.opblock-body .responses-table').first().waitFor();
       await page.getByRole('button', { name: 'Authorize' }).click();
       await page.locator('.modal-ux').waitFor();
-      assert.deepEqual(await page.evaluate(() => (globalThis as any).violations), []);
-      assert.deepEqual(problems, []);
+      assert.deepEqual(await problems(), []);
     } finally {
       await page.close();
     }

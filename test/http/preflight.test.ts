@@ -70,7 +70,8 @@ const charge = (id: string, amount = 12.3) => ({ transaction_id: id, transaction
 
 describe('a dry-run job is a full pre-flight', () => {
   test('every planted error is found, the store is left as it was, and the real run gives every record the same verdict', async () => {
-    const tenant = await createTenant(t);
+    // With welcome emails on: a real create queues them, a pre-flight must not.
+    const tenant = await createTenant(t, { customerEmails: true });
     const vendorCode = unique('VEND');
     await admin.createVendor(db, vendorCode, { kind: 'http', url: vendor.url, timeoutMs: 2000 });
     const found = unique('REF');
@@ -118,8 +119,13 @@ describe('a dry-run job is a full pre-flight', () => {
       { account: account(), payment_instruction: { vendor: vendorCode, reference: unique('MISSING'), type: 'CARD' } },
       // 13: a new account whose charges together cross the bound.
       { account: account(), transactions: Array.from({ length: 101 }, (_, i) => charge(`BIG-${i}`, MAX)) },
+      // 14: a statement_id twice in one record.
+      { account: account(), statements: [statement('S-14', '2024-01-01', '2024-01-31'), statement('S-14', '2024-02-01', '2024-02-29')] },
     ];
 
+    // The stored accounts' welcome emails sent first: their sending would otherwise change the store meanwhile.
+    await waitUntil(async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox_emails WHERE sent_at IS NULL`.execute(db)).rows[0]!.n === 0,
+      'the stored accounts\' emails sent', 30_000);
     const before = await snapshot();
     const preflight = verdicts(await runJob(tenant, book, true));
     assert.deepEqual(await snapshot(), before, 'the pre-flight left the store as it was');
@@ -141,10 +147,15 @@ describe('a dry-run job is a full pre-flight', () => {
     assert.equal(codes(11).step, 'notes');
     assert.deepEqual(codes(12), { line: 12, outcome: 'failed', step: 'payment_instruction', errors: ['payment_instruction_not_found@payment_instruction.reference'] });
     assert.deepEqual(codes(13), { line: 13, outcome: 'failed', step: 'transactions', errors: ['account_balance_out_of_range@transactions.100.amount'] });
+    assert.deepEqual(codes(14), { line: 14, outcome: 'failed', step: 'statements', errors: ['duplicate@statements.1.statement_id'] });
 
     // The promise: the same file, the store unchanged, the real run gives each record the same verdict.
     const real = verdicts(await runJob(tenant, book, false));
     assert.deepEqual(real, preflight);
+    // And the real run did write what the pre-flight left out (the snapshot would have seen it): line 1's account and its emails.
+    const { rows: [emails] } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox_emails o JOIN accounts a ON a.id = o.account_id
+      WHERE a.external_account_number = ${good.external_account_number}`.execute(db);
+    assert.ok(emails!.n > 0, 'the real create queued its welcome emails');
   });
 
   test('within the file the earlier line wins whatever order the records run in', async () => {

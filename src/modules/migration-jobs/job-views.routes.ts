@@ -3,13 +3,13 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { answer, refusal } from '../../http/openapi.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { JOB_NOT_FOUND, JOB_RATE, RECORD_SEARCH } from './migration-jobs.examples.ts';
+import { JOB_RATE, RECORD_SEARCH } from './migration-jobs.examples.ts';
+import { JOB_ID_TOO_LONG, NO_JOB } from './migration-jobs.routes.ts';
 import { JobPathParams } from './migration-jobs.schemas.ts';
 import { JobRate, RecordSearchPage, RecordSearchQuery } from './job-views.schemas.ts';
 import { jobRate, searchRecords } from './job-views.service.ts';
 
 const TAGS = ['Migration jobs'];
-const NO_JOB = refusal(['not_found'], JOB_NOT_FOUND, { note: 'No such job of the caller\'s organisation.' });
 
 // The lead's views of one job (the dashboard's): its records searched, and the pace they finished at.
 export const jobViewsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
@@ -40,9 +40,7 @@ export const jobViewsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db
       params: JobPathParams,
       response: {
         200: answer(JobRate, 'The job\'s pace.', JOB_RATE),
-        400: refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
-          { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'job_id' }] },
-        { note: 'The job id is longer than 100 characters.' }),
+        400: JOB_ID_TOO_LONG,
         404: NO_JOB,
       },
     },

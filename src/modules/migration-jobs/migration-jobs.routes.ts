@@ -53,9 +53,13 @@ const ACTIONS = {
   },
 } as const;
 const RUN = { start: jobs.startJob, cancel: jobs.cancelJob, retry: jobs.retryJob, pause: jobs.pauseJob, resume: jobs.resumeJob } as const;
-const NO_JOB = refusal(['not_found'], JOB_NOT_FOUND, { note: 'No such job of the caller\'s organisation.' });
-const BAD_ID = { detail: 'The request failed validation.', code: 'invalid', errors: [
-  { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'job_id' }] };
+// The refusals every route of one job shares (here and in the job's other route plugins).
+/** 404: the job is unknown, or another organisation's. */
+export const NO_JOB = refusal(['not_found'], JOB_NOT_FOUND, { note: 'No such job of the caller\'s organisation.' });
+/** 400: the job id is longer than 100 characters. */
+export const JOB_ID_TOO_LONG = refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
+  { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'job_id' }] },
+{ note: 'The job id is longer than 100 characters.' });
 
 // Migration jobs (D11). The upload is not parsed by Fastify: its parser hands the raw request stream
 // to the service, which reads it line by line (gunzipped first with Content-Encoding: gzip).
@@ -108,7 +112,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin,
       params: JobPathParams,
       response: {
         200: answer(Job, 'The job.', JOB),
-        400: refusal(['invalid'], BAD_ID, { note: 'The job id is longer than 100 characters.' }),
+        400: JOB_ID_TOO_LONG,
         404: NO_JOB,
       },
     },

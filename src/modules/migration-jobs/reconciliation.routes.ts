@@ -2,19 +2,16 @@ import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import { answer, refusal } from '../../http/openapi.ts';
+import { answer } from '../../http/openapi.ts';
 import type { RouteDeps } from '../../http/route-deps.ts';
-import { JOB_NOT_FOUND, RECONCILIATION, RECONCILIATION_EXCEPTION } from './migration-jobs.examples.ts';
+import { RECONCILIATION, RECONCILIATION_EXCEPTION } from './migration-jobs.examples.ts';
+import { JOB_ID_TOO_LONG, NO_JOB } from './migration-jobs.routes.ts';
 import { JobPathParams } from './migration-jobs.schemas.ts';
 import { ExceptionLine, ReconciliationReport } from './reconciliation.schemas.ts';
 import * as reconciliation from './reconciliation.service.ts';
 
 const TAGS = ['Migration jobs'];
 const NDJSON = 'application/x-ndjson';
-const NO_JOB = refusal(['not_found'], JOB_NOT_FOUND, { note: 'No such job of the caller\'s organisation.' });
-const BAD_ID = refusal(['invalid'], { detail: 'The request failed validation.', code: 'invalid', errors: [
-  { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'job_id' }] },
-{ note: 'The job id is longer than 100 characters.' });
 
 // Reconciliation of a migration job: its report, and its exceptions as NDJSON or CSV.
 export const reconciliationRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
@@ -31,7 +28,7 @@ export const reconciliationRoutes: FastifyPluginAsync<RouteDeps> = async (plugin
       params: JobPathParams,
       response: {
         200: answer(ReconciliationReport, 'The reconciliation report.', RECONCILIATION),
-        400: BAD_ID,
+        400: JOB_ID_TOO_LONG,
         404: NO_JOB,
       },
     },
@@ -52,7 +49,7 @@ export const reconciliationRoutes: FastifyPluginAsync<RouteDeps> = async (plugin
             'text/csv': { schema: { type: 'string', description: 'CSV with a header row.' } },
           },
         }, 'The exceptions in line order: one JSON object per line, or CSV rows.', RECONCILIATION_EXCEPTION),
-        400: BAD_ID,
+        400: JOB_ID_TOO_LONG,
         404: NO_JOB,
       },
     },

@@ -173,12 +173,7 @@ function failedRun(
 ): RecordRun {
   const { created, number, warnings } = progress;
   if (error instanceof Skipped) return { kind: 'done', outcome: 'skipped', step: null, created: null, serviceAccountNumber: null, errors: [], warnings };
-  let failure: StepFailure;
-  try {
-    failure = error instanceof StepFailure ? error : asStepFailure('account', error, 'account');
-  } catch (skipped) {
-    return failedRun(deps, job, row, skipped, progress);
-  }
+  const failure = error instanceof StepFailure ? error : asStepFailure('account', error, 'account');
   if (failure.unexpected !== undefined) {
     deps.log.error({ err: failure.unexpected, job_id: job.id, line: row.line, step: failure.step }, 'migration record failed unexpectedly');
   }
