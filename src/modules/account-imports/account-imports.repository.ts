@@ -56,6 +56,28 @@ export function upsertStagedBatch(rows: readonly StagedRowJson[]): RawBuilder<St
       RETURNING ai.supplier_id, ai.external_account_number, (xmax = 0) AS inserted`;
 }
 
+/**
+ * First stages of accounts never staged (a migration job's set of new accounts), in ONE statement
+ * inside the caller's transaction: a row whose account is staged already, by anything, is left out
+ * (ON CONFLICT DO NOTHING) and not returned, so the caller sees which it did not write. Rows are
+ * written in the order given (the caller sorts them, as the staging writer does, against deadlocks).
+ */
+export function insertFirstStages(rows: readonly StagedRowJson[]): RawBuilder<{ id: number; external_account_number: string }> {
+  const param = `[${rows.map((r) => `{"s":${r.supplierId},"e":${JSON.stringify(r.externalAccountNumber)},"d":${r.dataJson}}`).join(',')}]`;
+  return sql<{ id: number; external_account_number: string }>`INSERT INTO account_imports (supplier_id, external_account_number, data)
+      SELECT x.s, x.e, x.d FROM jsonb_to_recordset(${param}::jsonb) AS x(s int8, e text, d jsonb)
+      ON CONFLICT (supplier_id, external_account_number) DO NOTHING
+      RETURNING id, external_account_number`;
+}
+
+/** Which of `externalAccountNumbers` the supplier has staged (or imported, or marked to skip) already. */
+export async function findStagedNumbers(db: Db, supplierId: number, externalAccountNumbers: string[]): Promise<Set<string>> {
+  if (externalAccountNumbers.length === 0) return new Set();
+  const rows = await db.selectFrom('account_imports').select('external_account_number')
+    .where('supplier_id', '=', supplierId).where('external_account_number', 'in', externalAccountNumbers).execute();
+  return new Set(rows.map((r) => r.external_account_number));
+}
+
 /** The event of each row upsertStagedBatch wrote: staged, first_staging when the row was new (over the written row `w`). */
 export const stagedBatchEvent = { type: 'import_process.staged', data: sql<unknown>`jsonb_build_object('first_staging', w.inserted)` } as const;
 
@@ -122,6 +144,18 @@ const stagedWithSlot = precompiled(3, (qb, importId: number, teamName: string, s
 const stagedWithoutSlot = precompiled(2, (qb, importId: number, teamName: string) =>
   stagedForCreate(qb, importId, teamName, sql<number | null>`NULL::int4`), { serverPrepared: true });
 
+/** The id of the operations team named `name`, or null when there is none. */
+export async function findTeamId(db: Db, name: string): Promise<number | null> {
+  const row = await db.selectFrom('operations_teams').select('id').where('name', '=', name).executeTakeFirst();
+  return row?.id ?? null;
+}
+
+/** A concurrency slot taken for the transaction (takeSlotExpr), or null when every one is taken. */
+export async function takeSlot(trx: Transaction<Database>, limit: number): Promise<number | null> {
+  const { rows } = await sql<{ slot: number | null }>`SELECT ${takeSlotExpr(limit)} AS slot`.execute(trx);
+  return rows[0]?.slot ?? null;
+}
+
 export interface AttemptRecord {
   supplierId: number;
   externalAccountNumber: string;
@@ -138,7 +172,12 @@ export interface AttemptRecord {
 
 /** The insert of an attempt's record, built and not yet run: it travels with the attempt's event (recordEventsWith). */
 export function attemptInsert(trx: Transaction<Database>, attempt: AttemptRecord) {
-  return trx.insertInto('create_attempts').values({
+  return attemptsInsert(trx, [attempt]);
+}
+
+/** attemptInsert for many attempts in one statement; `attempts` is not empty. */
+export function attemptsInsert(trx: Transaction<Database>, attempts: readonly AttemptRecord[]) {
+  return trx.insertInto('create_attempts').values(attempts.map((attempt) => ({
     supplier_id: attempt.supplierId,
     external_account_number: attempt.externalAccountNumber,
     dry_run: attempt.dryRun,
@@ -148,7 +187,7 @@ export function attemptInsert(trx: Transaction<Database>, attempt: AttemptRecord
     error_attr: attempt.errorAttr ?? null,
     error_field_code: attempt.errorFieldCode ?? null,
     started_at: attempt.startedAt,
-  }).returning('id');
+  }))).returning('id');
 }
 
 export interface StatusRow {

@@ -4,7 +4,7 @@ import type { Database, Supplier } from '../../db/schema.ts';
 import { requireCallerSupplier, requireSupplierOpen } from '../../core/suppliers.ts';
 import { AppError } from '../../core/errors.ts';
 import { validationError } from '../../core/validation.ts';
-import { validateAccountData, type AccountData } from '../account-data/index.ts';
+import { validateAccountData, withNormalisedPostcodes, type AccountData } from '../account-data/index.ts';
 import type { Caller } from '../../core/caller.ts';
 import { queueEmails } from '../email/index.ts';
 import type { JobQueue } from '../../queue/queue.ts';
@@ -111,11 +111,7 @@ async function create(
       if (state.team_id === null) {
         throw AppError.field('operations_team_not_found', `No operations team named "${body.operations_team_name}".`, 'operations_team_name');
       }
-      if (deps.processConcurrencyLimit > 0 && state.slot === null) {
-        throw new AppError('concurrency_limit_exceeded',
-          `More than ${deps.processConcurrencyLimit} accounts are being created at once; retry shortly.`,
-          { headers: { 'Retry-After': RETRY_AFTER_SECONDS } });
-      }
+      if (deps.processConcurrencyLimit > 0 && state.slot === null) throw concurrencyLimitExceeded(deps.processConcurrencyLimit);
 
       const invalid = validateAccountData(state.data);
       if (invalid) throw validationError('account_failed_validation', invalid);
@@ -146,6 +142,60 @@ async function create(
   }
 }
 
+function concurrencyLimitExceeded(limit: number): AppError {
+  return new AppError('concurrency_limit_exceeded', `More than ${limit} accounts are being created at once; retry shortly.`,
+    { headers: { 'Retry-After': RETRY_AFTER_SECONDS } });
+}
+
+/** An account of a set created at once: never staged, its data valid (validateAccountData passed). */
+export interface NewAccount { externalAccountNumber: string; data: AccountData }
+export interface CreatedAccount { externalAccountNumber: string; accountId: number; serviceAccountNumber: string; createdAt: Date }
+
+/** A set could not be created as one: one of its accounts was staged meanwhile, by anything. Nothing of it may stay. */
+export class NewAccountsRaced extends Error {}
+
+/**
+ * Creates accounts never staged before, all in the caller's transaction (a migration job's set of new
+ * accounts), with what a stage and a create of each would write: the first stage of each
+ * (`import_process.staged`, first_staging), the account and its tree by the create's own writer
+ * (buildAccount, welcome emails included), and the created attempt with `import_process.completed`.
+ * Each kind of row is written for the whole set in one statement, the accounts one statement each.
+ * The set takes one concurrency slot (concurrency_limit_exceeded when none is free). An account staged
+ * by anything before this commits is NewAccountsRaced, and an electricity identifier another
+ * account took meanwhile is the unique index's error: either way the caller rolls the whole set back
+ * and runs each account on its own. `accounts` are sorted by the caller, and not empty.
+ */
+export async function createNewAccounts(
+  trx: Transaction<Database>, deps: Pick<CreateAccountDeps, 'queue' | 'events' | 'processConcurrencyLimit'>,
+  supplier: Supplier, teamId: number, accounts: readonly NewAccount[],
+): Promise<CreatedAccount[]> {
+  if (deps.processConcurrencyLimit > 0) {
+    const slot = await imports.takeSlot(trx, deps.processConcurrencyLimit);
+    if (slot === null) throw concurrencyLimitExceeded(deps.processConcurrencyLimit);
+  }
+  const startedAt = new Date();
+  // Stored as a stage keeps it: GB postcodes in their normal form.
+  const staged = accounts.map((a) => ({ ext: a.externalAccountNumber, data: withNormalisedPostcodes(a.data) }));
+  const stagedRows = await deps.events.record(trx, staged.map(({ ext }) => ({
+    supplierId: supplier.id, type: 'import_process.staged' as const, externalAccountNumber: ext, data: { first_staging: true },
+  })), imports.insertFirstStages(staged.map(({ ext, data }) => ({ supplierId: supplier.id, externalAccountNumber: ext, dataJson: JSON.stringify(data) }))));
+  if (stagedRows.length < staged.length) throw new NewAccountsRaced();
+  const importIds = new Map(stagedRows.map((row) => [row.external_account_number, row.id]));
+  const created: CreatedAccount[] = [];
+  for (const { ext, data } of staged) {
+    const made = await buildAccount(trx, deps.queue, { importId: importIds.get(ext)!, ext, supplier, teamId, data });
+    created.push({ externalAccountNumber: ext, accountId: made.id, serviceAccountNumber: made.number, createdAt: made.createdAt });
+  }
+  await deps.events.record(trx, created.map((c) => ({
+    supplierId: supplier.id, type: 'import_process.completed' as const, externalAccountNumber: c.externalAccountNumber,
+    data: { service_account_number: c.serviceAccountNumber, account_created_at: utcSeconds(c.createdAt) },
+  })), imports.attemptsInsert(trx, created.map((c) => ({
+    supplierId: supplier.id, externalAccountNumber: c.externalAccountNumber, dryRun: false, startedAt,
+    outcome: 'created' as const, errorCode: null, errorDetail: null,
+  }))));
+  return created;
+}
+
 /**
  * The error for a create the unique index refused: the first point, in document order, whose
  * electricity identifier is on another account. The conflicting row may since have been rolled back:
@@ -163,7 +213,7 @@ async function identifierTaken(db: Kysely<Database>, data: AccountData): Promise
 
 async function buildAccount(
   trx: Transaction<Database>, queue: JobQueue, input: { importId: number; ext: string; supplier: Supplier; teamId: number; data: AccountData },
-): Promise<{ number: string; createdAt: Date }> {
+): Promise<{ id: number; number: string; createdAt: Date }> {
   const { data, supplier } = input;
   const row = {
     account_import_id: input.importId,
@@ -190,5 +240,5 @@ async function buildAccount(
     const emails = data.customers.flatMap((c) => welcomeEmail(c, number) ?? []);
     await queueEmails(queue, trx, created.id, emails);
   }
-  return { number, createdAt: created.created_at };
+  return { id: created.id, number, createdAt: created.created_at };
 }

@@ -269,11 +269,12 @@ export async function claimRecord(db: Db, jobId: string, line: number): Promise<
 export interface WorkerJobRow extends JobRow { supplier: Supplier }
 
 /**
- * A worker's one statement per record: the job (with its supplier) and, when the job is under way
- * and neither it nor its supplier is paused, the record claimed as claimRecord does. `record` is undefined when
- * nothing was claimed (the job ended, was never started, is paused, or the record is finished).
+ * A worker's one statement per record job: the job (with its supplier) and, when the job is under way
+ * and neither it nor its supplier is paused, the records of `lines` claimed as claimRecord does, in
+ * line order. `records` is empty when nothing was claimed (the job ended, was never started, is
+ * paused, or the records are finished).
  */
-export async function claimRecordWithJob(db: Db, jobId: string, line: number): Promise<{ job?: WorkerJobRow; record?: RecordRow }> {
+export async function claimRecordsWithJob(db: Db, jobId: string, lines: readonly number[]): Promise<{ job?: WorkerJobRow; records: RecordRow[] }> {
   const { rows } = await sql<JobRow & {
     supplier_customer_emails: boolean; supplier_documents_root: string; supplier_created_at: Date;
     r_line: number | null; r_external_account_number: string | null; r_record: unknown; r_outcome: RecordOutcome;
@@ -286,17 +287,17 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
     ), claimed AS (
       UPDATE migration_job_records r SET outcome = 'running', attempts = r.attempts + 1
       FROM job
-      WHERE r.job_id = ${jobId}::uuid AND r.line = ${line} AND r.outcome IN ('pending', 'running')
-        AND job.state IN (${SQL_ACTIVE_JOB_STATES}) AND job.supplier_status <> 'paused' AND NOT job.paused
+      WHERE r.job_id = ${jobId}::uuid AND r.line IN (SELECT jsonb_array_elements_text(${JSON.stringify(lines)}::jsonb)::int)
+        AND r.outcome IN ('pending', 'running') AND job.state IN (${SQL_ACTIVE_JOB_STATES}) AND job.supplier_status <> 'paused' AND NOT job.paused
       RETURNING r.line, r.external_account_number, r.record, r.outcome, r.step, r.created, r.service_account_number,
         r.errors, r.warnings, r.attempts, r.finished_at
     )
     SELECT job.*, c.line AS r_line, c.external_account_number AS r_external_account_number, c.record AS r_record,
       c.outcome AS r_outcome, c.step AS r_step, c.created AS r_created, c.service_account_number AS r_service_account_number,
       c.errors AS r_errors, c.warnings AS r_warnings, c.attempts AS r_attempts, c.finished_at AS r_finished_at
-    FROM job LEFT JOIN claimed c ON true`.execute(db);
+    FROM job LEFT JOIN claimed c ON true ORDER BY c.line`.execute(db);
   const row = rows[0];
-  if (!row) return {};
+  if (!row) return { records: [] };
   const {
     supplier_customer_emails, supplier_documents_root, supplier_created_at, r_line, r_external_account_number, r_record,
     r_outcome, r_step, r_created, r_service_account_number, r_errors, r_warnings, r_attempts, r_finished_at, ...job
@@ -307,13 +308,11 @@ export async function claimRecordWithJob(db: Db, jobId: string, line: number): P
   };
   return {
     job: { ...job, supplier },
-    ...(r_line === null ? {} : {
-      record: {
-        job_id: jobId, line: r_line, external_account_number: r_external_account_number, record: r_record, outcome: r_outcome,
-        step: r_step, created: r_created, service_account_number: r_service_account_number, errors: r_errors,
-        warnings: r_warnings, attempts: r_attempts, finished_at: r_finished_at,
-      },
-    }),
+    records: rows.flatMap((r) => (r.r_line === null ? [] : [{
+      job_id: jobId, line: r.r_line, external_account_number: r.r_external_account_number, record: r.r_record, outcome: r.r_outcome,
+      step: r.r_step, created: r.r_created, service_account_number: r.r_service_account_number, errors: r.r_errors,
+      warnings: r.r_warnings, attempts: r.r_attempts, finished_at: r.r_finished_at,
+    }])),
   };
 }
 
@@ -341,6 +340,18 @@ export async function finishRecord(db: Db, jobId: string, line: number, result: 
     SELECT COALESCE((SELECT true FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1), false)
       AS others_pending, EXISTS (SELECT 1 FROM finished) AS finished`.execute(db);
   return { othersPending: rows[0]?.others_pending ?? false, finished: rows[0]?.finished ?? false };
+}
+
+/**
+ * Records of a set that each created their account and imported their history, succeeded in one
+ * statement (in the transaction that wrote them all, so the outcome commits with the account).
+ */
+export async function finishSucceeded(trx: Transaction<Database>, jobId: string, records: Array<{ line: number; serviceAccountNumber: string }>): Promise<void> {
+  if (records.length === 0) return;
+  await sql`UPDATE migration_job_records r SET outcome = 'succeeded', step = NULL, created = true, service_account_number = x.n,
+      errors = '[]', warnings = '[]', finished_at = now()
+    FROM jsonb_to_recordset(${JSON.stringify(records.map((r) => ({ l: r.line, n: r.serviceAccountNumber })))}::jsonb) AS x(l int, n text)
+    WHERE r.job_id = ${jobId}::uuid AND r.line = x.l AND r.outcome = 'running'`.execute(trx);
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Events } from '../events/index.ts';
 import * as repo from './migration-jobs.repository.ts';
 import { finishFailedRecord } from './record-failed-event.ts';
 import { runRecord, type PipelineDeps } from './record-pipeline.ts';
+import { runChunk } from './record-chunk.ts';
 import { isActive } from './job-states.ts';
 
 /** The store and the process's events: what ending a record or a job writes with. */
@@ -42,11 +43,14 @@ const RECHECK_FULL_AFTER_MS = 2000;
  */
 const RECORD_BATCH = 2;
 
-/** A record job's data: `org` is the job's organisation, whose share of the workers it counts in. */
-export interface RecordJobData { job_id: string; line: number; org?: number }
+/**
+ * A record job's data: the job's records of `lines` (a chunk, run set-based, record-chunk.ts; one line
+ * when it is a record's retry), and `org`, the job's organisation, whose share of the workers it counts in.
+ */
+export interface RecordJobData { job_id: string; lines: number[]; org?: number }
 
 export type JobsWorkerConfig = Pick<Config, 'processConcurrencyLimit' | 'jobRetryLimit' | 'jobRetryDelaySeconds'
-  | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'jobDispatchWindow' | 'workerConcurrency'>;
+  | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'jobDispatchWindow' | 'jobChunkRecords' | 'workerConcurrency'>;
 
 export async function defineMigrationQueues(queue: JobQueue, config: JobsWorkerConfig): Promise<void> {
   await queue.define(DISPATCH_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, expireInSeconds: 900 });
@@ -86,8 +90,8 @@ export async function startMigrationWorkers({ db, events, staging, queue, config
   await queue.work<{ job_id: string }>(DISPATCH_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, async (job) => {
     await dispatch(deps, queue, job.data.job_id, config);
   });
-  await queue.work<{ job_id: string; line: number }>(RECORD_DEAD_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
-    await giveUpRecord(deps, job.data, config);
+  await queue.work<RecordJobData>(RECORD_DEAD_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
+    for (const line of job.data.lines) await giveUpRecord(deps, { job_id: job.data.job_id, line }, config);
   });
   await queue.work<{ job_id: string }>(WINDOW_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
     await closeWindow(deps, job.data.job_id);
@@ -121,7 +125,7 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
     const allowance = await repo.takeDispatchAllowance(trx, jobId, Math.max(0, room));
     const lines = allowance.records > 0 ? await repo.takeUnsent(trx, jobId, allowance.records) : [];
     const org = lines.length > 0 ? await repo.organisationOf(trx, jobId) : undefined;
-    await queue.sendMany<RecordJobData>(RECORD_QUEUE, lines.map((line) => ({ job_id: jobId, line, ...(org === undefined ? {} : { org }) })),
+    await queue.sendMany<RecordJobData>(RECORD_QUEUE, chunksOf(lines, config).map((chunk) => ({ job_id: jobId, lines: chunk, ...(org === undefined ? {} : { org }) })),
       { trx, ...recordPolicy(config) });
     const more = await repo.hasUnsent(trx, jobId);
     if (more) {
@@ -137,6 +141,17 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
   if (!(await finishIfDone(store, jobId))) {
     await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: new Date(Date.now() + RECHECK_FULL_AFTER_MS) });
   }
+}
+
+/**
+ * The records sent in one look, in chunks of at most JOB_CHUNK_RECORDS, and spread over this
+ * instance's workers when the look sent fewer than that many per worker.
+ */
+function chunksOf(lines: number[], config: JobsWorkerConfig): number[][] {
+  const size = Math.max(1, Math.min(config.jobChunkRecords, Math.ceil(lines.length / Math.max(1, config.workerConcurrency))));
+  const chunks: number[][] = [];
+  for (let i = 0; i < lines.length; i += size) chunks.push(lines.slice(i, i + size));
+  return chunks;
 }
 
 /** Sooner after a look that sent records; a throttled job when its bucket holds the next record. */
@@ -159,37 +174,53 @@ async function runRecordJob(
   { retryCount, retryLimit }: { retryCount: number; retryLimit: number },
 ): Promise<void> {
   const { db, queue } = deps;
-  // The job, its supplier and the record's claim in one statement; the claim is made only while the
-  // job is under way and neither it nor its supplier is paused.
-  const { job, record } = await repo.claimRecordWithJob(db, data.job_id, data.line);
+  // The job, its supplier and the records' claims in one statement; the claims are made only while
+  // the job is under way and neither it nor its supplier is paused.
+  const { job, records } = await repo.claimRecordsWithJob(db, data.job_id, data.lines);
   if (!job || !isActive(job.state)) return;
   if (job.supplier_status === 'paused' || job.paused) {
-    // The record waits without using up its retries: a new queue job for later replaces this one.
+    // The records wait without using up their retries: a new queue job for later replaces this one.
     await queue.send(RECORD_QUEUE, data, { startAfter: config.jobPauseRecheckSeconds, ...recordPolicy(config) });
     return;
   }
-  if (!record) return;
+  if (records.length === 0) return;
   if (job.state !== 'running') await repo.markRunning(db, job.id);
   if (job.not_after && job.not_after.getTime() <= Date.now()) {
-    await repo.finishRecord(db, job.id, record.line, { outcome: 'cancelled', step: null, created: null, serviceAccountNumber: null, errors: [WINDOW_CLOSED] });
+    for (const record of records) {
+      await repo.finishRecord(db, job.id, record.line, { outcome: 'cancelled', step: null, created: null, serviceAccountNumber: null, errors: [WINDOW_CLOSED] });
+    }
     await finishIfDone(deps, job.id);
     return;
   }
-  const result = await runRecord(deps, job, record);
-  // The job's own limit, not this instance's JOB_RETRY_LIMIT: instances configured differently must
-  // agree on which try is the last, or the last one would throw into the dead-letter queue.
-  if (result.kind === 'transient' && retryCount < retryLimit) {
-    await repo.releaseRecord(db, job.id, record.line, { created: result.created, serviceAccountNumber: result.serviceAccountNumber });
-    logger.warn({ job_id: job.id, line: record.line, code: result.errors[0]?.code, retry: retryCount + 1 }, 'migration record hit a transient failure; the queue retries it');
-    throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
+  // The chunk's new, clean records are written together; the others run one at a time, as before.
+  const { succeeded, rest } = records.length > 1 ? await runChunk(deps, job, records) : { succeeded: [], rest: records };
+  if (job.dry_run) {
+    for (const record of succeeded) {
+      await repo.finishRecord(db, job.id, record.line, { outcome: 'succeeded', step: null, created: false, serviceAccountNumber: null, errors: [], warnings: [] });
+    }
   }
-  const outcome = result.kind === 'transient' ? 'failed' : result.outcome;
-  const finished = { created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors, warnings: result.warnings };
-  const { othersPending } = outcome === 'failed'
-    ? await finishFailedRecord(deps, { id: job.id, supplierId: job.supplier_id }, {
-      line: record.line, externalAccountNumber: record.external_account_number, step: result.step ?? 'account', ...finished,
-    })
-    : await repo.finishRecord(db, job.id, record.line, { outcome, step: result.step, ...finished });
+  let othersPending = false;
+  for (const record of rest) {
+    const result = await runRecord(deps, job, record);
+    // The job's own limit, not this instance's JOB_RETRY_LIMIT: instances configured differently must
+    // agree on which try is the last, or the last one would throw into the dead-letter queue.
+    if (result.kind === 'transient' && retryCount < retryLimit) {
+      await repo.releaseRecord(db, job.id, record.line, { created: result.created, serviceAccountNumber: result.serviceAccountNumber });
+      logger.warn({ job_id: job.id, line: record.line, code: result.errors[0]?.code, retry: retryCount + 1 }, 'migration record hit a transient failure; the queue retries it');
+      // A record of a chunk is retried on its own, so the chunk's other records keep their outcomes.
+      if (records.length === 1) throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
+      await queue.send(RECORD_QUEUE, { ...data, lines: [record.line] }, { ...recordPolicy(config), startAfter: config.jobRetryDelaySeconds });
+      othersPending = true;
+      continue;
+    }
+    const outcome = result.kind === 'transient' ? 'failed' : result.outcome;
+    const finished = { created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors, warnings: result.warnings };
+    ({ othersPending } = outcome === 'failed'
+      ? await finishFailedRecord(deps, { id: job.id, supplierId: job.supplier_id }, {
+        line: record.line, externalAccountNumber: record.external_account_number, step: result.step ?? 'account', ...finished,
+      })
+      : await repo.finishRecord(db, job.id, record.line, { outcome, step: result.step, ...finished }));
+  }
   // Records still pending: this is not the job's end, and one round trip less a record. Seen
   // without: the job may be ending, so it is looked at again after this commit.
   if (!othersPending) await finishIfDone(deps, job.id);

@@ -40,7 +40,7 @@ export interface PipelineDeps {
   events: Events;
   processConcurrencyLimit: number;
   /** Where a record's unexpected failure goes, with its stack, job and line (the record only says internal_error). */
-  log: { error(obj: object, msg: string): void };
+  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 
 /** `warnings`: how the record differs from its account when that was imported before (drift). */
@@ -52,7 +52,8 @@ export type RecordRun =
 export const TRANSIENT_CODES = new Set(['concurrency_limit_exceeded', 'payment_vendor_unavailable', 'service_unavailable', 'account_import_in_progress']);
 
 const validators = new Map<object, Validator>();
-function validatorFor(schema: object): Validator {
+/** The compiled validator of an endpoint's body schema (compiled once per process). */
+export function validatorFor(schema: object): Validator {
   let validator = validators.get(schema);
   if (!validator) validators.set(schema, validator = compileValidator(schema));
   return validator;

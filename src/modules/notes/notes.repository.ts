@@ -39,8 +39,13 @@ export async function insertNotes(trx: Trx, accountId: number, notes: NoteRow[])
 
 /** insertNotes' statement, built and not yet run (to travel with an import's event); `notes` is not empty. */
 export function notesInsert(trx: Trx, accountId: number, notes: NoteRow[]) {
+  return notesInsertMany(trx, notes.map((note) => ({ ...note, accountId })));
+}
+
+/** notesInsert for the notes of many accounts (a migration job's set of new accounts), each naming its account. */
+export function notesInsertMany(trx: Trx, notes: Array<NoteRow & { accountId: number }>) {
   return trx.insertInto('notes').values(notes.map((note) => ({
-    account_id: accountId,
+    account_id: note.accountId,
     body: note.body,
     document_paths: JSON.stringify(note.documentPaths),
     created_at: note.createdAt ?? sql<Date>`now()`,

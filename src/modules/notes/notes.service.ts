@@ -21,26 +21,38 @@ export async function importNotes({ db, events }: { db: Kysely<Database>; events
   const now = new Date(Math.floor(Date.now() / 1000) * 1000);
   return db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
-    const wanted = body.notes.map(toNoteValues);
     // Every note the batch could repeat, in one query; then the batch is matched in memory, against
     // the stored notes and its own earlier items, and written in one insert.
-    const known = await findNotesWithBodies(trx, account.id, [...new Set(wanted.map((w) => w.body ?? ''))]);
-    const fresh: NoteRow[] = [];
-    const results: CreateNotesResponse = wanted.map((w, index) => {
-      const same = known.find((k) => repeats(k, w));
-      if (same) return { created_at: utcSeconds(same.createdAt), body: w.body, status: 'NOTE_ALREADY_EXISTS' as const };
-      const note = body.notes[index]!;
-      const createdAt = w.createdAt ?? now;
-      fresh.push({ ...w, createdAt, isPinned: note.is_pinned ?? false, unpinAt: note.unpin_at ? new Date(note.unpin_at) : null });
-      known.push({ body: w.body, documentPaths: w.documentPaths, createdAt });
-      return { created_at: utcSeconds(createdAt), body: w.body, status: 'NOTE_CREATION_SUCCESS' as const };
-    });
+    const bodies = [...new Set(body.notes.map((note) => toNoteValues(note).body ?? ''))];
+    const known = await findNotesWithBodies(trx, account.id, bodies);
+    const { results, fresh } = matchNotes(known, body.notes, now);
     await events.record(trx, [{
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
-      data: { kind: 'notes', added: fresh.length, already_existing: wanted.length - fresh.length },
+      data: { kind: 'notes', added: fresh.length, already_existing: body.notes.length - fresh.length },
     }], fresh.length > 0 ? notesInsert(trx, account.id, fresh) : null);
     return results;
   });
+}
+
+/**
+ * The notes of a batch matched, in order, against the account's notes that it could repeat (`known`)
+ * and its own earlier items: each note's result, and the new notes to write (created now when sent
+ * without created_at). Pure: the import runs it under the account's lock, and a migration job's set
+ * of new accounts runs it over nothing stored.
+ */
+export function matchNotes(known: StoredNote[], notes: Note[], now: Date): { results: CreateNotesResponse; fresh: NoteRow[] } {
+  const seen = [...known];
+  const fresh: NoteRow[] = [];
+  const results: CreateNotesResponse = notes.map((note) => {
+    const w = toNoteValues(note);
+    const same = seen.find((k) => repeats(k, w));
+    if (same) return { created_at: utcSeconds(same.createdAt), body: w.body, status: 'NOTE_ALREADY_EXISTS' as const };
+    const createdAt = w.createdAt ?? now;
+    fresh.push({ ...w, createdAt, isPinned: note.is_pinned ?? false, unpinAt: note.unpin_at ? new Date(note.unpin_at) : null });
+    seen.push({ body: w.body, documentPaths: w.documentPaths, createdAt });
+    return { created_at: utcSeconds(createdAt), body: w.body, status: 'NOTE_CREATION_SUCCESS' as const };
+  });
+  return { results, fresh };
 }
 
 /**

@@ -3,4 +3,5 @@
 export { findStatements } from './statements.repository.ts';
 export { statementsRoutes } from './statements.routes.ts';
 export { CreateStatementsBody } from './statements.schemas.ts';
-export { importStatements } from './statements.service.ts';
+export { checkStatements, importStatements, statementRows } from './statements.service.ts';
+export { statementsInsert } from './statements.repository.ts';

@@ -3,4 +3,5 @@
 export { findBalance, findOpenPeriodStart } from './transactions.repository.ts';
 export { transactionsRoutes } from './transactions.routes.ts';
 export { CreateTransactionsBody } from './transactions.schemas.ts';
-export { importTransactions } from './transactions.service.ts';
+export { importTransactions, transactionRows } from './transactions.service.ts';
+export { MAX_BALANCE, transactionsInsertMany } from './transactions.repository.ts';

@@ -67,12 +67,17 @@ export async function readUnderAccountLock(
  * import's event (recordEventsWith).
  */
 export function transactionsInsert(accountId: number, rows: NewTransactionValues[]): RawBuilder<TransactionRow> {
+  return transactionsInsertMany(rows.map((row) => ({ account_id: accountId, ...row })));
+}
+
+/** transactionsInsert for the rows of many accounts (a migration job's set of new accounts), each row naming its account. */
+export function transactionsInsertMany(rows: Array<NewTransactionValues & { account_id: number }>): RawBuilder<TransactionRow> {
   return sql<TransactionRow>`
     INSERT INTO transactions (account_id, transaction_id, transaction_date, original_date, amount, type, reason,
       display_note, note, reference, payment_type, product_code, line_items, tax_items, description)
-    SELECT ${accountId}::int8, x.transaction_id, x.transaction_date, x.original_date, x.amount, x.type, x.reason,
+    SELECT x.account_id, x.transaction_id, x.transaction_date, x.original_date, x.amount, x.type, x.reason,
       x.display_note, x.note, x.reference, x.payment_type, x.product_code, x.line_items, x.tax_items, x.description
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(transaction_id text, transaction_date date,
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(account_id int8, transaction_id text, transaction_date date,
       original_date date, amount numeric, type text, reason text, display_note text, note text, reference text,
       payment_type text, product_code text, line_items jsonb, tax_items jsonb, description text)
     ON CONFLICT (account_id, transaction_id) DO NOTHING

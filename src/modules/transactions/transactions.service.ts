@@ -99,6 +99,11 @@ export async function importTransactions(
   });
 }
 
+/** A batch's transactions as stored, each on the date it was sent (nothing moved into an open period). */
+export function transactionRows(items: TransactionItem[]): NewTransactionValues[] {
+  return items.map((item) => toRow(item, item.transaction_date, null));
+}
+
 function toRow(item: TransactionItem, date: string, description: string | null): NewTransactionValues {
   return {
     transaction_id: item.transaction_id,
