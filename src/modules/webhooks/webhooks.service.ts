@@ -155,11 +155,12 @@ export async function enableWebhook(db: Db, id: string): Promise<WebhookView> {
 
 /**
  * Stops deliveries to an endpoint, keeping it (its secret, filter and log): pending retries are
- * dropped when they come up. Disabling a disabled endpoint keeps its first reason.
+ * dropped when they come up. Disabling a disabled endpoint keeps its first reason. `at`: the time the
+ * reason given by default names (the CLI's clock).
  */
-export async function disableWebhook(db: Db, id: string, reason?: string): Promise<WebhookView> {
+export async function disableWebhook(db: Db, id: string, reason: string | undefined, at: Date): Promise<WebhookView> {
   checkDisableReason(reason);
-  const row = await disableEndpoint(db, id, reason?.trim() ?? `disabled by an operator at ${new Date().toISOString()}`);
+  const row = await disableEndpoint(db, id, reason?.trim() ?? `disabled by an operator at ${at.toISOString()}`);
   if (!row) throw new AppError('not_found', `no webhook "${id}"`);
   return toView(row);
 }
