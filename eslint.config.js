@@ -12,7 +12,8 @@ const HTTP_LAYER = {
 };
 /**
  * Module surfaces: a module (src/modules/<name>/) is used by others only through its index.ts, what
- * it exports for them. From outside src/modules, any import of a module's file but its index.ts ...
+ * it exports for them. From outside src/modules (the tests included), any import of a module's file
+ * but its index.ts ...
  */
 const MODULE_SURFACE = {
   regex: '(^|/)modules/[^/]+/(?!index\\.ts$)',
@@ -83,6 +84,11 @@ export default defineConfig(
   {
     files: ['src/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [TESTS_AND_BENCH, MODULE_SURFACE] }] },
+  },
+  // The tests use a module as the rest of the service does: through its index.ts (test/support too).
+  {
+    files: ['test/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [MODULE_SURFACE] }] },
   },
   // ... and below the HTTP layer nothing imports it: routes → service → repository → db.
   {

@@ -8,6 +8,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { openStore } from '../src/db/store.ts';
 import { createTokenService } from '../src/modules/auth/token.service.ts';
 import { storeDirectory } from '../src/core/directory.ts';
+import { systemClock } from '../src/core/clock.ts';
 import { openQueue } from '../src/workers.ts';
 
 // npm run gen:client: the OpenAPI document as the app serves it, and the TypeScript types the
@@ -28,7 +29,7 @@ async function serveDocument(): Promise<Record<string, unknown>> {
   const store = await openStore({ databaseUrl: undefined, dataDir: 'memory://' });
   try {
     await migrate(store);
-    const tokens = await createTokenService(store.db, storeDirectory(store.db), config);
+    const tokens = await createTokenService({ db: store.db, directory: storeDirectory(store.db), clock: systemClock }, config);
     const queue = await openQueue(store, quiet, config);
     try {
       const app = await buildApp({ config, store, tokens, queue });

@@ -10,6 +10,7 @@ import { handleClientError, handleFrameworkError, registerErrorHandling, ROUTER_
 import { RequestLog } from './http/request-log.ts';
 import { registerShutdownAnswers, sendDraining, type Readiness } from './http/shutdown.ts';
 import { AppError } from './core/errors.ts';
+import { systemClock, type Clock } from './core/clock.ts';
 import { trackRoutes } from './http/method-not-allowed.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerDashboard } from './http/dashboard.ts';
@@ -31,8 +32,7 @@ import { paymentInstructionsRoutes } from './modules/payment-instructions/index.
 import { statementsRoutes } from './modules/statements/index.ts';
 import { statsRoutes } from './modules/stats/index.ts';
 import { transactionsRoutes } from './modules/transactions/index.ts';
-import { webhookEndpointsRoutes } from './modules/webhooks/index.ts';
-import { createFanoutTrigger } from './modules/webhooks/index.ts';
+import { createWebhookFanout, webhookEndpointsRoutes, type WebhookFanout } from './modules/webhooks/index.ts';
 
 export interface AppOptions {
   config: Config;
@@ -43,9 +43,13 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Set `draining` on SIGTERM: /readyz then answers 503 (main.ts). */
   readiness?: Readiness;
+  /** The process's clock (main.ts); the system clock without one. */
+  clock?: Clock;
+  /** The process's webhook fan-out, shared with its workers (main.ts); the app makes its own on `queue` without one. */
+  fanout?: WebhookFanout;
   /**
    * The process's events, shared with its workers (main.ts); without them the app makes its own, with
-   * the webhooks' fan-out trigger on `queue`, as main.ts does.
+   * the fan-out's trigger, as main.ts does.
    */
   events?: Events;
   /** The process's staging writer, shared with its workers (main.ts); the app makes its own without one. */
@@ -53,8 +57,9 @@ export interface AppOptions {
 }
 
 /** Builds the whole HTTP app over a store. Never listens: main.ts and the tests do that. */
-export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false },
-  events = createEvents({ onRecorded: createFanoutTrigger(queue) }), staging = createStagingWriter(store, events) }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false }, clock = systemClock,
+  fanout = createWebhookFanout({ db: store.db, queue, clock }), events = createEvents({ onRecorded: fanout.trigger }),
+  staging = createStagingWriter(store, events) }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
@@ -120,7 +125,7 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
     return { status: 'ready' };
   });
 
-  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging, events };
+  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging, events, clock, fanout };
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));

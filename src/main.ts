@@ -13,7 +13,8 @@ import { createTokenService } from './modules/auth/index.ts';
 import { openDirectory } from './core/directory.ts';
 import { createStagingWriter } from './modules/account-imports/index.ts';
 import { createEvents } from './modules/events/index.ts';
-import { createFanoutTrigger } from './modules/webhooks/index.ts';
+import { createWebhookFanout } from './modules/webhooks/index.ts';
+import { systemClock } from './core/clock.ts';
 import { openQueue, startWorkers } from './workers.ts';
 import { serveAdminSocket, type AdminSocketServer } from './cli/admin-socket.ts';
 
@@ -49,22 +50,34 @@ async function main(): Promise<void> {
   } else if (config.demoSeed) {
     keyFile = await demoKeyFileInUse(store.db, config.dataDir);
   }
+  // The process's one clock: every module that decides by the time is given it (core/clock.ts).
+  const clock = systemClock;
   const directory = await openDirectory(store);
-  const tokens = await createTokenService(store.db, directory, config);
+  const tokens = await createTokenService({ db: store.db, directory, clock }, config);
   const queue = await openQueue(store, logger, config);
   const readiness: Readiness = { draining: false };
-  // The one writer of events, with the webhooks' fan-out trigger on the open queue; then one staging
-  // writer for the process, so stages from requests and from job records commit together.
-  const events = createEvents({ onRecorded: createFanoutTrigger(queue) });
+  // The webhooks' fan-out on the open queue (it holds the process's endpoint lookups); the one writer
+  // of events, with the fan-out's trigger; then one staging writer for the process, so stages from
+  // requests and from job records commit together. The app and the workers share all three.
+  const fanout = createWebhookFanout({ db: store.db, queue, clock });
+  const events = createEvents({ onRecorded: fanout.trigger });
   const staging = createStagingWriter(store, events);
-  const app = await buildApp({ config, store, tokens, queue, logger, readiness, events, staging });
-  const workers = await startWorkers({ store, queue, config, logger, events, staging });
+  const app = await buildApp({ config, store, tokens, queue, logger, readiness, clock, fanout, events, staging });
+  const workers = await startWorkers({ store, queue, config, logger, clock, fanout, events, staging });
   // import-admin beside this server: the embedded store serves this process only, so the CLI's
   // commands come here through DATA_DIR/admin.sock and run on this store (docs/operations.md).
   let adminSocket: AdminSocketServer | undefined;
   if (!config.databaseUrl) {
     try {
-      adminSocket = await serveAdminSocket(config.dataDir, { db: store.db, settle: () => directory.sync() });
+      // After each command the directory is synced and the fan-out forgets its endpoint lookups (a
+      // webhook created or enabled there reaches this process's next event at once).
+      adminSocket = await serveAdminSocket(config.dataDir, {
+        db: store.db,
+        settle: async () => {
+          fanout.forgetEndpointLookups();
+          await directory.sync();
+        },
+      });
       logger.info({ path: adminSocket.path }, 'import-admin socket ready');
     } catch (error) {
       logger.warn({ err: error, data_dir: config.dataDir }, 'the import-admin socket could not be opened; import-admin refuses while this server runs');

@@ -5,7 +5,8 @@ import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
 import { openQueue, startWorkers } from './workers.ts';
 import { createEvents } from './modules/events/index.ts';
-import { createFanoutTrigger } from './modules/webhooks/index.ts';
+import { createWebhookFanout } from './modules/webhooks/index.ts';
+import { systemClock } from './core/clock.ts';
 
 // `npm run worker`: the workers of `npm start` without the HTTP server, for deployments that run
 // them apart. It needs PostgreSQL (the embedded store belongs to one process: the server's).
@@ -18,8 +19,11 @@ async function main(): Promise<void> {
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sessionLimits: sessionLimitsOf(config) });
   const applied = await migrate(store);
   const queue = await openQueue(store, logger, config);
-  const events = createEvents({ onRecorded: createFanoutTrigger(queue) });
-  const workers = await startWorkers({ store, queue, config, logger, events });
+  // The composition root of the workers-only process: one clock, one fan-out (its trigger in the events).
+  const clock = systemClock;
+  const fanout = createWebhookFanout({ db: store.db, queue, clock });
+  const events = createEvents({ onRecorded: fanout.trigger });
+  const workers = await startWorkers({ store, queue, config, logger, clock, fanout, events });
   logger.info({ store: store.kind, applied, worker_concurrency: config.workerConcurrency }, 'workers started');
 
   closeWithGrace({ delay: config.shutdownTimeoutMs, logger }, async ({ signal, err }) => {

@@ -1,10 +1,10 @@
 import type { Config } from './config.ts';
+import { systemClock, type Clock } from './core/clock.ts';
 import type { Store } from './db/store.ts';
 import { defineEmailQueue, startOutboxSender, type SenderLogger } from './modules/email/index.ts';
 import { createStagingWriter, type StagingWriter } from './modules/account-imports/index.ts';
 import { defineMigrationQueues, startMigrationWorkers } from './modules/migration-jobs/index.ts';
-import { defineWebhookQueues, startWebhookWorkers } from './modules/webhooks/index.ts';
-import { createFanoutTrigger } from './modules/webhooks/index.ts';
+import { createWebhookFanout, defineWebhookQueues, startWebhookWorkers, type WebhookFanout } from './modules/webhooks/index.ts';
 import { createEvents, type Events } from './modules/events/index.ts';
 import { createJobQueue, type JobQueue } from './queue/queue.ts';
 
@@ -37,10 +37,15 @@ export interface Workers { stop(): Promise<void> }
 
 /** Starts this instance's workers: WORKER_CONCURRENCY of them (0: none). */
 export async function startWorkers({
-  store, queue, config, logger, events = createEvents({ onRecorded: createFanoutTrigger(queue) }), staging = createStagingWriter(store, events),
+  store, queue, config, logger, clock = systemClock, fanout = createWebhookFanout({ db: store.db, queue, clock }),
+  events = createEvents({ onRecorded: fanout.trigger }), staging = createStagingWriter(store, events),
 }: {
   store: Store; queue: JobQueue; config: Config; logger: WorkerLogger;
-  /** The process's events, shared with its HTTP app (main.ts); its own (with the fan-out trigger) without them. */
+  /** The process's clock (main.ts, worker.ts); the system clock without one. */
+  clock?: Clock;
+  /** The process's webhook fan-out, shared with its HTTP app (main.ts); its own without one. */
+  fanout?: WebhookFanout;
+  /** The process's events, shared with its HTTP app (main.ts); its own (with the fan-out's trigger) without them. */
   events?: Events;
   /** The process's staging writer, shared with its HTTP app (main.ts); one of their own without one. */
   staging?: StagingWriter;
@@ -52,7 +57,7 @@ export async function startWorkers({
   const migrations = await startMigrationWorkers({
     db: store.db, events, staging, queue, config, logger, concurrency: config.workerConcurrency,
   });
-  const webhooks = await startWebhookWorkers({ db: store.db, queue, config, logger });
+  const webhooks = await startWebhookWorkers({ db: store.db, queue, config, logger, clock, fanout });
   return {
     async stop() {
       await Promise.all([outbox.stop(), migrations.stop(), webhooks.stop()]);

@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config.ts';
 import { openStore } from '../../src/db/store.ts';
 import { createTokenService } from '../../src/modules/auth/token.service.ts';
 import { storeDirectory } from '../../src/core/directory.ts';
+import { systemClock } from '../../src/core/clock.ts';
 import type { Caller } from '../../src/core/caller.ts';
 import { openQueue } from '../../src/workers.ts';
 
@@ -12,7 +13,7 @@ import { openQueue } from '../../src/workers.ts';
 // for 1 s (one database round trip less per request); POOL=N sets the pool size; LOG_LEVEL as usual.
 const config = loadConfig();
 const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: Number(process.env.POOL ?? 20) });
-const base = await createTokenService(store.db, storeDirectory(store.db), config);
+const base = await createTokenService({ db: store.db, directory: storeDirectory(store.db), clock: systemClock }, config);
 const cache = new Map<string, { caller: Caller; until: number }>();
 const tokens = process.env.VARIANT === 'auth-cache'
   ? {

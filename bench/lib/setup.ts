@@ -8,6 +8,7 @@ import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/admi
 import * as admin from '../../src/modules/admin/admin.service.ts';
 import { createTokenService } from '../../src/modules/auth/token.service.ts';
 import { storeDirectory } from '../../src/core/directory.ts';
+import { systemClock } from '../../src/core/clock.ts';
 import type { RawTarget } from '../baselines/raw-db.ts';
 import type { BenchStore } from '../config.ts';
 
@@ -62,7 +63,7 @@ export async function provision(target: Target): Promise<Tenant> {
     await admin.createSupplier(db, supplier, organisation);
     await admin.createSupplier(db, bigSupplier, organisation);
     await admin.createTeam(db, 'bench-team');
-    const tokens = await createTokenService(db, storeDirectory(db), { tokenSecret: TOKEN_SECRET, tokenTtlSeconds: TOKEN_TTL_SECONDS, refreshTokenTtlSeconds: TOKEN_TTL_SECONDS });
+    const tokens = await createTokenService({ db, directory: storeDirectory(db), clock: systemClock }, { tokenSecret: TOKEN_SECRET, tokenTtlSeconds: TOKEN_TTL_SECONDS, refreshTokenTtlSeconds: TOKEN_TTL_SECONDS });
     const { token } = await tokens.obtainWithApiKey(apiKey);
     const s = await findSupplierByCode(db, supplier);
     const b = await findSupplierByCode(db, bigSupplier);

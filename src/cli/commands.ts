@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { systemClock } from '../core/clock.ts';
 import { CliError } from './cli-error.ts';
 import * as admin from '../modules/admin/index.ts';
 import * as webhooks from '../modules/webhooks/index.ts';
@@ -242,7 +243,7 @@ export const COMMANDS: Command[] = [
     name: 'webhook disable', args: ['ID'], options: { reason: { type: 'string', value: 'TEXT' } },
     summary: 'stop deliveries to a webhook endpoint, keeping it (enable it again later); pending retries are dropped',
     check: (flags) => webhooks.checkDisableReason(flags.reason as string | undefined),
-    run: (db, [id], flags) => webhooks.disableWebhook(db, id!, flags.reason as string | undefined),
+    run: (db, [id], flags) => webhooks.disableWebhook(db, id!, flags.reason as string | undefined, systemClock.now()),
     text: (r) => `Webhook ${String(r.webhook)} is disabled (${String(r.disabled_reason)}); no event is sent to it until it is enabled again.`,
   },
   {

@@ -47,8 +47,8 @@ const DESCRIPTION = [
 // A token request is a few dozen tokens; introspection a few hundred. More is not a real client.
 const MAX_TOKENS = 5_000;
 
-export const graphqlRoutes: FastifyPluginAsync<RouteDeps> = async (app, { tokens, db, config }) => {
-  const throttle = createAuthThrottle(db, { perAddress: config.authFailuresPerAddress, perKeyPrefix: config.authFailuresPerKey });
+export const graphqlRoutes: FastifyPluginAsync<RouteDeps> = async (app, { tokens, db, config, clock }) => {
+  const throttle = createAuthThrottle({ db, clock }, { perAddress: config.authFailuresPerAddress, perKeyPrefix: config.authFailuresPerKey });
 
   // Failures before the handler runs (body limit, media type, unparsable JSON, a lost store) are
   // mapped by the one mapper of the REST routes and answered in the GraphQL shape; this handler is

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { request, startServer, type ServerProcess } from '../support/server-process.ts';
 import { accountPayload, ROUTES } from './fixtures.ts';
 import { openHarness, tenantOf, waitFor, withAppName } from './integrity.ts';

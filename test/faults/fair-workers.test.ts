@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';

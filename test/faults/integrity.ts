@@ -1,11 +1,13 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
+// eslint-disable-next-line no-restricted-imports -- the advisory lock keys a create takes, held here by hand; not on account-imports' surface, which is being rebuilt on another branch
 import { SLOT_LOCK_SPACE } from '../../src/modules/account-imports/import-locks.repository.ts';
 import { loadConfig } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
-import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { createTokenService } from '../../src/modules/auth/index.ts';
 import { storeDirectory } from '../../src/core/directory.ts';
+import { systemClock } from '../../src/core/clock.ts';
 import { createTenant, type Tenant, type TestApp } from '../support/test-app.ts';
 
 // Shared by the fault tests that run real server processes over PostgreSQL: a store of the test's
@@ -18,7 +20,7 @@ export async function openHarness(url: string): Promise<Harness> {
   const config = loadConfig({ ...process.env, DATABASE_URL: url, DEMO_SEED: 'false' });
   const store = await openStore({ databaseUrl: url, poolSize: 10 });
   await migrate(store);
-  const tokens = await createTokenService(store.db, storeDirectory(store.db), config);
+  const tokens = await createTokenService({ db: store.db, directory: storeDirectory(store.db), clock: systemClock }, config);
   const t = { store, tokens, config } as unknown as TestApp;
   return { t, close: () => store.close() };
 }

@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { isolatedDatabaseUrl } from '../support/imports.ts';
 import { pgClusterUnavailable, startPgCluster } from '../support/pg-cluster.ts';

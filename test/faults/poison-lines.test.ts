@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { isolatedDatabaseUrl } from '../support/imports.ts';
 import { migrationRecord } from '../support/migration-file.ts';
 import { request, startServer } from '../support/server-process.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { createWebhook } from '../../src/modules/webhooks/webhooks.service.ts';
+import { createWebhook } from '../../src/modules/webhooks/index.ts';
 import { isolatedDatabaseUrl } from '../support/imports.ts';
 import { request, startServer, type ServerProcess } from '../support/server-process.ts';
 import { unique } from '../support/test-app.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { stageAndCreate, waitUntil } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
-import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
+import type { AccountData } from '../../src/modules/account-data/index.ts';
 
 // Drift: a migration-job record naming an account that is already imported is compared with what
 // was stored; each difference is an account_differs warning on its result (on_drift warn, the

@@ -12,9 +12,8 @@ import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { openStore } from '../../src/db/store.ts';
-import * as repo from '../../src/modules/admin/admin.repository.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
-import * as webhooks from '../../src/modules/webhooks/webhooks.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
+import * as webhooks from '../../src/modules/webhooks/index.ts';
 import { startMain, type MainProcess } from '../support/main-process.ts';
 
 // import-admin beside a running embedded server: the server listens on DATA_DIR/admin.sock and runs
@@ -69,7 +68,7 @@ if (!onPostgres) {
   await admin.createOrganisation(db, ORG);
   revokable = (await admin.createApiKey(db, ORG)).api_key.split('.')[0]!;
   await admin.createSupplier(db, SUPPLIER, ORG);
-  const supplier = (await repo.findSupplierByCode(db, SUPPLIER))!;
+  const supplier = (await admin.findSupplierByCode(db, SUPPLIER))!;
   await db.insertInto('account_imports').values({ supplier_id: supplier.id, external_account_number: 'EXT-1', data: '{}' }).execute();
   await admin.createTeam(db, 'Operations');
   await db.insertInto('payment_vendors').values([

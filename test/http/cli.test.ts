@@ -10,10 +10,11 @@ import type { Database } from '../../src/db/schema.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
 import { runImportAdmin } from '../../src/cli/import-admin.ts';
-import { findSupplierByCode } from '../../src/modules/admin/admin.repository.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
-import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { findSupplierByCode } from '../../src/modules/admin/index.ts';
+import * as admin from '../../src/modules/admin/index.ts';
+import { createTokenService } from '../../src/modules/auth/index.ts';
 import { storeDirectory } from '../../src/core/directory.ts';
+import { systemClock } from '../../src/core/clock.ts';
 import { loadConfig } from '../../src/config.ts';
 import { unique } from '../support/test-app.ts';
 
@@ -162,7 +163,7 @@ describe('import-admin commands with --json', () => {
 
   test('the store holds what the commands reported', async () => {
     await withStore(async (db) => {
-      const tokens = await createTokenService(db, storeDirectory(db), loadConfig({}));
+      const tokens = await createTokenService({ db, directory: storeDirectory(db), clock: systemClock }, loadConfig({}));
       assert.equal(typeof (await tokens.obtainWithApiKey(made.key!)).token, 'string', 'a created key yields a token');
       await assert.rejects(tokens.obtainWithApiKey(made.revokedKey!), { code: 'authentication_failed' });
       assert.equal((await findSupplierByCode(db, supplier))?.status, 'complete');

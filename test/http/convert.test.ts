@@ -11,10 +11,10 @@ import { convert } from '../../src/cli/migrate/convert/convert.ts';
 import { loadMapping, MappingError } from '../../src/cli/migrate/convert/mapping.ts';
 import { compileTransform, RowProblem, typed } from '../../src/cli/migrate/convert/transforms.ts';
 import { compileValidator } from '../../src/core/validation.ts';
-import { validateAccountData } from '../../src/modules/account-data/account-data.schemas.ts';
-import { CreateNotesBody } from '../../src/modules/notes/notes.schemas.ts';
-import { CreateStatementsBody } from '../../src/modules/statements/statements.schemas.ts';
-import { CreateTransactionsBody } from '../../src/modules/transactions/transactions.schemas.ts';
+import { validateAccountData } from '../../src/modules/account-data/index.ts';
+import { CreateNotesBody } from '../../src/modules/notes/index.ts';
+import { CreateStatementsBody } from '../../src/modules/statements/index.ts';
+import { CreateTransactionsBody } from '../../src/modules/transactions/index.ts';
 import { LEGACY_FILES, PLANTED_ROWS, writeLegacyExport } from '../support/legacy-export.ts';
 
 // import-migrate convert: legacy CSV exports to a book. The command's exit statuses and messages

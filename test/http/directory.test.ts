@@ -5,7 +5,7 @@ import { sql, type Kysely } from 'kysely';
 import { openDirectory } from '../../src/core/directory.ts';
 import type { ChannelHandlers } from '../../src/db/listener.ts';
 import type { Database } from '../../src/db/schema.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant } from '../support/test-app.ts';
 

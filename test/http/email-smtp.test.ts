@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { SMTPServer } from 'smtp-server';
-import { smtpTransport, transportFor } from '../../src/modules/email/email.transports.ts';
+import { smtpTransport, transportFor } from '../../src/modules/email/index.ts';
 
 // The SMTP transport (EMAIL_TRANSPORT=smtp) against a real SMTP server on loopback: what the outbox
 // sender hands it arrives as a mail, and a refusal by the server rejects, so the sender retries.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { EVENTS_URL, eventsOf, feed, shapes } from '../support/events.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';

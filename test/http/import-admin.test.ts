@@ -6,8 +6,7 @@ import { after, describe, test } from 'node:test';
 import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
-import * as repo from '../../src/modules/admin/admin.repository.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { isolatedDatabaseUrl } from '../support/imports.ts';
 import { unique } from '../support/test-app.ts';
 
@@ -65,7 +64,7 @@ let keys: string[] = [];
   const second = await admin.createApiKey(db, org);
   await admin.createOrganisation(db, other);
   await admin.createOrganisation(db, empty);
-  await db.deleteFrom('api_keys').where('organisation_id', '=', (await repo.findOrganisationByName(db, empty))!.id).execute();
+  await db.deleteFrom('api_keys').where('organisation_id', '=', (await admin.findOrganisationByName(db, empty))!.id).execute();
   keys = [first.api_key, second.api_key];
   const [p1, p2] = keys.map((k) => k.split('.')[0]!);
   await db.updateTable('api_keys').set({ created_at: new Date(T1) }).where('prefix', '=', p1!).execute();
@@ -80,8 +79,8 @@ let keys: string[] = [];
     { code: 'used', kind: 'http', url: 'https://used.example', secret: null, timeout_ms: 5000, created_at: new Date(T3) },
   ]).execute();
   // A payment instruction names vendor `used`, on an imported account.
-  const supplier = (await repo.findSupplierByCode(db, s.a))!;
-  const team = (await repo.findTeamByName(db, 'North'))!;
+  const supplier = (await admin.findSupplierByCode(db, s.a))!;
+  const team = (await admin.findTeamByName(db, 'North'))!;
   const staged = await db.insertInto('account_imports').values({ supplier_id: supplier.id, external_account_number: 'EXT-1', data: '{}' })
     .returning('id').executeTakeFirstOrThrow();
   const account = await db.insertInto('accounts').values({

@@ -10,7 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { after, describe, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import type { Job } from '../../src/cli/migrate/api-session.ts';
 import { pace, summary } from '../../src/cli/migrate/format.ts';
 import { runImportMigrate } from '../../src/cli/migrate/import-migrate.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { processAccount, stage, stageAndCreate } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';

@@ -7,9 +7,9 @@ import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
-import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { createTokenService } from '../../src/modules/auth/index.ts';
 import { storeDirectory } from '../../src/core/directory.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { startMain, type MainProcess } from '../support/main-process.ts';
 import { buildTestApp, call, unique } from '../support/test-app.ts';
 
@@ -146,7 +146,8 @@ describe('several instances over one empty PostgreSQL', { skip: !onPostgres && '
     const rows = await a.db.selectFrom('schema_migrations' as never).select('name' as never).execute();
     assert.equal(rows.length, all.length);
 
-    const [tokensA, tokensB] = await Promise.all([createTokenService(a.db, storeDirectory(a.db), t.config), createTokenService(b.db, storeDirectory(b.db), t.config)]);
+    const [tokensA, tokensB] = await Promise.all([createTokenService({ db: a.db, directory: storeDirectory(a.db), clock: t.clock }, t.config),
+      createTokenService({ db: b.db, directory: storeDirectory(b.db), clock: t.clock }, t.config)]);
     const { api_key: key } = await admin.createOrganisation(a.db, unique('org'));
     const pair = await tokensA.obtainWithApiKey(key);
     const identity = async (tokens: typeof tokensA) => {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import type { EmailTransport, OutgoingEmail } from '../../src/modules/email/email.transports.ts';
-import { WELCOME_EMAIL_QUEUE } from '../../src/modules/email/outbox.repository.ts';
-import { OUTBOX_POLICY, startOutboxSender } from '../../src/modules/email/outbox.sender.ts';
+import type { EmailTransport, OutgoingEmail } from '../../src/modules/email/index.ts';
+import { WELCOME_EMAIL_QUEUE } from '../../src/modules/email/index.ts';
+import { OUTBOX_POLICY, startOutboxSender } from '../../src/modules/email/index.ts';
 import { QUEUE_SCHEMA } from '../../src/queue/queue.ts';
 import { processAccount, stage, stageAndCreate, waitUntil } from '../support/imports.ts';
 import { buildTestApp, createTenant } from '../support/test-app.ts';

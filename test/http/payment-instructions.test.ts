@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { insertImportedAccount, insertStagedOnly } from '../support/accounts.ts';
-import { DEFAULT_VENDOR_TIMEOUT_MS, retryPolicyFor, VENDOR_CALL_LIMIT_MS } from '../../src/modules/payment-instructions/vendors/retry.ts';
-import { createVendorClient } from '../../src/modules/payment-instructions/vendors/vendor-factory.ts';
+import { DEFAULT_VENDOR_TIMEOUT_MS, retryPolicyFor, VENDOR_CALL_LIMIT_MS } from '../../src/modules/payment-instructions/index.ts';
+import { createVendorClient } from '../../src/modules/payment-instructions/index.ts';
 import { closedPortUrl, startFakeVendor, type Behaviour } from '../support/fake-vendor.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import * as admin from '../../src/modules/admin/admin.service.ts';
-import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
-import { createWebhook } from '../../src/modules/webhooks/webhooks.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
+import type { AccountData } from '../../src/modules/account-data/index.ts';
+import { createWebhook } from '../../src/modules/webhooks/index.ts';
 import { eventsOf } from '../support/events.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createWebhook } from '../../src/modules/webhooks/webhooks.service.ts';
+import { createWebhook } from '../../src/modules/webhooks/index.ts';
 import { eventsOf } from '../support/events.ts';
 import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';

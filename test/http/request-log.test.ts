@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { buildApp } from '../../src/app.ts';
 import { AppError } from '../../src/core/errors.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { closedPortUrl } from '../support/fake-vendor.ts';
 import { STAGE_URL } from '../support/imports.ts';

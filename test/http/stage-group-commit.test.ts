@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import * as admin from '../../src/modules/admin/admin.service.ts';
-import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
+import * as admin from '../../src/modules/admin/index.ts';
+import type { AccountData } from '../../src/modules/account-data/index.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { STAGE_URL, stage, supplierIdOf } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';

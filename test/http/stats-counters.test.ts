@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { skipAccount } from '../../src/modules/admin/admin.service.ts';
+import { skipAccount } from '../../src/modules/admin/index.ts';
 import { PG_ONLY, processAccount, stage, STAGE_URL, supplierIdOf } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { SignJWT } from 'jose';
 import { openStore } from '../../src/db/store.ts';
-import { createTokenService } from '../../src/modules/auth/token.service.ts';
+import { createTokenService } from '../../src/modules/auth/index.ts';
 import { storeDirectory } from '../../src/core/directory.ts';
 import { addProbeRoutes, PROBE } from '../support/probe-routes.ts';
 import { buildTestApp, call, createTenant } from '../support/test-app.ts';
@@ -161,7 +161,7 @@ describe('refresh tokens rotate on use', () => {
     // On PostgreSQL a second pool, as a second instance would open; PGlite in memory is one store.
     const store = t.store.kind === 'postgres' ? await openStore({ databaseUrl: t.config.databaseUrl, poolSize: 2 }) : t.store;
     after(async () => { if (store !== t.store) await store.close(); });
-    const other = await createTokenService(store.db, storeDirectory(store.db), t.config);
+    const other = await createTokenService({ db: store.db, directory: storeDirectory(store.db), clock: t.clock }, t.config);
     const pair = await withKey(tenant.apiKey);
     const next = await other.obtainWithRefreshToken(pair.refreshToken);
     assertRefused(await withRefresh(pair.refreshToken));

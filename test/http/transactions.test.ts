@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { insertImportedAccount, insertStagedOnly } from '../support/accounts.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 
 const t = await buildTestApp();
 const URL = '/v1/data-import/transactions/create/';

@@ -5,8 +5,8 @@ import fc from 'fast-check';
 import {
   AccountData, COVER_MATERIALS, ENERGIZATION_STATUSES, METER_BASES, METER_PHASES, METER_STATUSES, REGISTER_TYPES,
   SUPPLY_TYPES, validateAccountData,
-} from '../../src/modules/account-data/account-data.schemas.ts';
-import { phonePatternsCompiledOnce } from '../../src/modules/account-data/phone-library.ts';
+} from '../../src/modules/account-data/index.ts';
+import { phonePatternsCompiledOnce } from '../../src/modules/account-data/index.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant } from '../support/test-app.ts';

@@ -3,8 +3,8 @@ import { after, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { buildApp } from '../../src/app.ts';
-import { EVENT_TYPES } from '../../src/modules/events/event-types.ts';
-import { deliverOnce } from '../../src/modules/webhooks/webhook-delivery.ts';
+import { EVENT_TYPES } from '../../src/modules/events/index.ts';
+import { createDeliveryAgents, deliverOnce } from '../../src/modules/webhooks/index.ts';
 import { insertPing } from '../../src/modules/events/index.ts';
 import { waitUntil } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
@@ -205,7 +205,12 @@ describe('webhook_url_not_allowed', () => {
     await db.updateTable('webhook_endpoints').set({ url: receiver.url }).where('id', '=', byIp.id).execute();
     const byName = await endpointFor(tenant, `http://localhost:${receiver.port}/hook`);
     const warnings: Array<{ obj: any; msg: string }> = [];
-    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: false, logger: { warn: (obj: object, msg: string) => warnings.push({ obj, msg }) } };
+    const agents = createDeliveryAgents();
+    after(() => agents.destroy());
+    const deps = {
+      db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: false, clock: t.clock, agents,
+      logger: { warn: (obj: object, msg: string) => warnings.push({ obj, msg }) },
+    };
     // A ping written without its delivery job, so that only this delivery (not the app's workers) handles it.
     const ping = await db.transaction().execute((trx) => insertPing(trx));
     for (const endpoint of [byIp, byName]) {

@@ -6,7 +6,7 @@ import { after, describe, test } from 'node:test';
 import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { unique } from '../support/test-app.ts';
 
 // import-admin webhook … (D13) on the store of this pass (a temporary embedded DATA_DIR, or

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
-import { createWebhook, enableWebhook, listWebhooks, webhookDeliveries } from '../../src/modules/webhooks/webhooks.service.ts';
-import { deliverOnce, MAX_ATTEMPTS, retryDelayMs } from '../../src/modules/webhooks/webhook-delivery.ts';
-import { blockedReason } from '../../src/modules/webhooks/ssrf-guard.ts';
-import { runRetention } from '../../src/modules/webhooks/retention.job.ts';
+import {
+  blockedReason, createDeliveryAgents, createWebhook, deliverOnce, enableWebhook, listWebhooks, MAX_ATTEMPTS, retryDelayMs, runRetention,
+  webhookDeliveries,
+} from '../../src/modules/webhooks/index.ts';
 import { eventsOf } from '../support/events.ts';
-import { processAccount, stage, STAGE_URL, supplierIdOf } from '../support/imports.ts';
+import { processAccount, stage, STAGE_URL, supplierIdOf, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
@@ -33,7 +33,26 @@ async function deliveriesOf(id: string, count: number, timeoutMs = 20_000) {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Resolves once nothing more can reach these endpoints for these events: the fan-out has read past
+ * every one of them (it sends their delivery jobs in the transaction that moves its cursor, so they
+ * all exist), and none of the endpoints' delivery jobs is waiting, retrying or running (a follow-up
+ * attempt is sent in the transaction that logs the one before, so it exists before that job
+ * completes). What the receivers hold then is all they will be sent, without sleeping to see it.
+ */
+async function settled(endpointIds: string[], eventIds: string[]) {
+  const fannedOut = async () => {
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM events AS e, webhook_fanout_cursor AS c
+      WHERE e.id IN (${sql.join(eventIds.map(Number))}) AND (e.xid, e.id) <= (c.xid, c.event_id)`.execute(db);
+    return rows[0]!.n === eventIds.length;
+  };
+  const pending = async () => {
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'webhook_delivery'
+      AND data->>'endpoint_id' IN (${sql.join(endpointIds)}) AND state IN ('created', 'retry', 'active')`.execute(db);
+    return rows[0]!.n;
+  };
+  await waitUntil(async () => (await fannedOut()) && (await pending()) === 0, `events ${eventIds.join(', ')} fanned out and delivered`, 20_000);
+}
 
 describe('webhook deliveries (D13)', () => {
   test('each event is POSTed as the feed shows it, signed as Standard Webhooks says', async () => {
@@ -110,8 +129,10 @@ describe('webhook deliveries (D13)', () => {
       [1, null, `connect ECONNREFUSED 127.0.0.1:${closed.port}`],
       [2, null, `connect ECONNREFUSED 127.0.0.1:${closed.port}`],
     ]);
-    await sleep(300);
+    const [event] = await eventsOf(t, tenant, 1);
+    await settled([hook.webhook], [event.id]);
     assert.equal(receiver.received.length, 2, 'nothing after the delivered attempt');
+    assert.equal((await webhookDeliveries(db, hook.webhook)).deliveries.length, 2);
   });
 
   test('410 disables the endpoint: no more deliveries to it, and the list says why', async () => {
@@ -132,7 +153,8 @@ describe('webhook deliveries (D13)', () => {
     // The next event reaches the control endpoint, never the disabled one.
     await stage(t, tenant);
     await control.waitFor(2);
-    await sleep(1000);
+    const [, next] = await eventsOf(t, tenant, 2);
+    await settled([goneHook.webhook], [next!.id]);
     assert.equal(gone.received.length, 1);
     assert.deepEqual((await deliveriesOf(goneHook.webhook, 1)).map((r) => [r.attempt, r.status_code, r.error]), [[1, 410, 'HTTP 410']]);
   });
@@ -150,7 +172,7 @@ describe('webhook deliveries (D13)', () => {
     await stage(t, tenant);
     const [gone, whileDisabled, afterEnable] = await eventsOf(t, tenant, 3);
     await receiver.waitFor(2);
-    await sleep(1000);
+    await settled([hook.webhook], [gone!.id, whileDisabled!.id, afterEnable!.id]);
     assert.deepEqual(receiver.received.map((r) => [r.headers['webhook-id'], r.answer]), [[gone!.id, 410], [afterEnable!.id, 200]]);
     assert.deepEqual([gone, whileDisabled, afterEnable].map((e) => e.type), ['import_process.staged', 'import_process.staged', 'import_process.staged']);
   });
@@ -159,14 +181,14 @@ describe('webhook deliveries (D13)', () => {
     const tenant = await createTenant(t);
     const filtered = await startReceiver();
     const all = await startReceiver();
-    await webhookFor(tenant, filtered, 'import_process.completed');
-    await webhookFor(tenant, all);
+    const filteredHook = await webhookFor(tenant, filtered, 'import_process.completed');
+    const allHook = await webhookFor(tenant, all);
     const payload = await stage(t, tenant);
     await processAccount(t, tenant, payload.external_account_number);
     await processAccount(t, tenant, payload.external_account_number, { dry_run: true });
     await all.waitFor(3);
     await filtered.waitFor(1);
-    await sleep(500);
+    await settled([filteredHook.webhook, allHook.webhook], (await eventsOf(t, tenant, 3)).map((e) => e.id));
     assert.deepEqual(filtered.received.map((r) => JSON.parse(r.body).type), ['import_process.completed']);
     assert.deepEqual(all.received.map((r) => JSON.parse(r.body).type).sort(),
       ['import_process.completed', 'import_process.dry_run_failed', 'import_process.staged']);
@@ -176,18 +198,20 @@ describe('webhook deliveries (D13)', () => {
     const mine = await createTenant(t);
     const theirs = await createTenant(t);
     const receiver = await startReceiver();
-    await webhookFor(mine, receiver);
+    const hook = await webhookFor(mine, receiver);
     await stage(t, theirs);
     await stage(t, mine);
     await receiver.waitFor(1);
-    await sleep(500);
+    const [theirEvent] = await eventsOf(t, theirs, 1);
+    const [myEvent] = await eventsOf(t, mine, 1);
+    await settled([hook.webhook], [theirEvent.id, myEvent.id]);
     assert.deepEqual(receiver.received.map((r) => JSON.parse(r.body).import_supplier), [mine.supplier]);
   });
 
   test('40 stagings by 4 clients write a few fan-out jobs, not one each; every event is delivered once', async () => {
     const tenant = await createTenant(t);
     const receiver = await startReceiver();
-    await webhookFor(tenant, receiver);
+    const hook = await webhookFor(tenant, receiver);
     const fanoutJobs = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM pgboss.job WHERE name = 'webhook_fanout'`.execute(db)).rows[0]!.n);
     const jobsBefore = await fanoutJobs();
     // 4 clients staging 10 accounts each, back to back: a steady load rather than one burst (40
@@ -198,7 +222,7 @@ describe('webhook deliveries (D13)', () => {
     const written = (await fanoutJobs()) - jobsBefore;
     const events = await eventsOf(t, tenant, 40);
     await receiver.waitFor(40);
-    await sleep(1500);
+    await settled([hook.webhook], events.map((e) => e.id));
     // One job waiting to be fetched covers every event committed before its fan-out reads (and a
     // fan-out that saw transactions running runs again): a few jobs, those rechecks included; none
     // when one was waiting already (a recheck after the previous test).
@@ -233,10 +257,22 @@ describe('SSRF: private addresses are refused unless WEBHOOK_ALLOW_PRIVATE_NETWO
     const byName = await createWebhook(db, tenant.organisation, `http://localhost:${receiver.port}/hook`, 'migration_job.cancelled');
     await stage(t, tenant);
     const [event] = await eventsOf(t, tenant, 1);
-    // The retry is scheduled an hour away: it must not run during the test.
-    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: false, logger: { warn() {} } };
-    assert.equal(await deliverOnce(deps, { endpoint_id: byIp.webhook, event_id: Number(event.id), attempt: 1 }), 'retry_scheduled');
-    assert.equal(await deliverOnce(deps, { endpoint_id: byName.webhook, event_id: Number(event.id), attempt: 1 }), 'retry_scheduled');
+    // The retry is scheduled an hour away: it must not run during the test. It is due an hour after
+    // the attempt by the app's clock, stopped here so the time can be compared exactly.
+    const agents = createDeliveryAgents();
+    after(() => agents.destroy());
+    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: false, clock: t.clock, agents, logger: { warn() {} } };
+    const attemptAt = new Date(Date.now() + 60_000);
+    try {
+      t.clock.set(attemptAt);
+      assert.equal(await deliverOnce(deps, { endpoint_id: byIp.webhook, event_id: Number(event.id), attempt: 1 }), 'retry_scheduled');
+      assert.equal(await deliverOnce(deps, { endpoint_id: byName.webhook, event_id: Number(event.id), attempt: 1 }), 'retry_scheduled');
+    } finally {
+      t.clock.reset();
+    }
+    const retries = await sql<{ start_after: Date }>`SELECT start_after FROM pgboss.job WHERE name = 'webhook_delivery'
+      AND data->>'endpoint_id' IN (${byIp.webhook}, ${byName.webhook}) AND (data->>'attempt')::int = 2`.execute(db);
+    assert.deepEqual(retries.rows.map((row) => new Date(row.start_after).getTime()), [1, 2].map(() => attemptAt.getTime() + 3_600_000));
     assert.equal(receiver.received.length, 0);
     const reason = 'is a loopback address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it';
     assert.deepEqual((await deliveriesOf(byIp.webhook, 1)).map((r) => [r.event, r.attempt, r.status_code, r.error]),

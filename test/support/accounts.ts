@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/admin.repository.ts';
+import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/index.ts';
 import { unique, type Tenant, type TestApp } from './test-app.ts';
 
 export interface ImportedAccount { externalAccountNumber: string; serviceAccountNumber: string; accountId: number }

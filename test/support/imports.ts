@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { after } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
-import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
-import { findSupplierByCode } from '../../src/modules/admin/admin.repository.ts';
+import type { AccountData } from '../../src/modules/account-data/index.ts';
+import { findSupplierByCode } from '../../src/modules/admin/index.ts';
 import { accountPayload } from './payloads.ts';
 import { call, type Tenant, type TestApp } from './test-app.ts';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
+import type { AccountData } from '../../src/modules/account-data/index.ts';
 
 // A realistic, valid account import payload (spec 2.3) of about 5 KB: every supply-point kind, two
 // customers, metadata and notes. Each call has its own external account number and electricity

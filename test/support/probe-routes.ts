@@ -5,7 +5,7 @@ import type { Database } from '../../src/db/schema.ts';
 import { authGuard, callerOf } from '../../src/http/auth.ts';
 import { requireCallerSupplier } from '../../src/core/suppliers.ts';
 import { AppError } from '../../src/core/errors.ts';
-import type { TokenService } from '../../src/modules/auth/token.service.ts';
+import type { TokenService } from '../../src/modules/auth/index.ts';
 
 // Test-only routes behind the real guard, to exercise the foundation (guard, supplier ownership,
 // strict validation, error handler) without depending on a feature endpoint. Added before the app's

@@ -5,11 +5,12 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
-import * as admin from '../../src/modules/admin/admin.service.ts';
-import { createTokenService, type TokenService } from '../../src/modules/auth/token.service.ts';
-import { createStagingWriter } from '../../src/modules/account-imports/staging-writer.ts';
+import * as admin from '../../src/modules/admin/index.ts';
+import { createTokenService, type TokenService } from '../../src/modules/auth/index.ts';
+import { createStagingWriter } from '../../src/modules/account-imports/index.ts';
 import { createEvents, type Events } from '../../src/modules/events/index.ts';
-import { createFanoutTrigger } from '../../src/modules/webhooks/webhook-fanout.ts';
+import { createWebhookFanout, type WebhookFanout } from '../../src/modules/webhooks/index.ts';
+import { createTestClock, type TestClock } from '../../src/core/clock.ts';
 import { openDirectory, type Directory } from '../../src/core/directory.ts';
 import type { JobQueue } from '../../src/queue/queue.ts';
 import { openQueue, startWorkers, type WorkerLogger } from '../../src/workers.ts';
@@ -27,6 +28,13 @@ export interface TestApp {
   queue: JobQueue;
   /** The app's events (and its workers'), with the webhooks' fan-out trigger, as main.ts builds them. */
   events: Events;
+  /**
+   * The clock of the app and its workers (token expiry, throttle windows, webhook retries and lookups):
+   * on the system time until a test moves it; a test that moves it puts it back (`reset()`) when done.
+   */
+  clock: TestClock;
+  /** The app's webhook fan-out (its workers' too), as main.ts builds it. */
+  fanout: WebhookFanout;
   /**
    * The app's directory of keys and suppliers: after changing either through import-admin's functions,
    * `await t.directory.sync()` before a request that must see the change (on PostgreSQL the notice
@@ -47,13 +55,18 @@ export async function buildTestApp(env: Record<string, string> = {}, options: { 
   const config = loadConfig({ DEMO_SEED: 'false', ...env, DATABASE_URL: databaseUrl });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 50 });
   await migrate(store);
+  // Built as main.ts builds them (its composition root), with a clock the tests can move.
+  const clock = createTestClock();
   const directory = await openDirectory(store);
-  const tokens = await createTokenService(store.db, directory, config);
+  const tokens = await createTokenService({ db: store.db, directory, clock }, config);
   const queue = await openQueue(store, quiet, config);
-  const events = createEvents({ onRecorded: createFanoutTrigger(queue) });
+  const fanout = createWebhookFanout({ db: store.db, queue, clock });
+  const events = createEvents({ onRecorded: fanout.trigger });
   const staging = createStagingWriter(store, events);
-  const app = await buildApp({ config, store, tokens, queue, events, staging });
-  const workers = env.WORKER_CONCURRENCY ? await startWorkers({ store, queue, config, logger: options.workerLogger ?? quiet, events, staging }) : null;
+  const app = await buildApp({ config, store, tokens, queue, clock, fanout, events, staging });
+  const workers = env.WORKER_CONCURRENCY
+    ? await startWorkers({ store, queue, config, logger: options.workerLogger ?? quiet, clock, fanout, events, staging })
+    : null;
   after(async () => {
     await Promise.all([app.close(), workers?.stop()]);
     await queue.stop(1000);
@@ -61,7 +74,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: { 
     await store.close();
     await isolated?.drop();
   });
-  return { app, store, config, tokens, queue, events, directory };
+  return { app, store, config, tokens, queue, events, clock, fanout, directory };
 }
 
 export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;

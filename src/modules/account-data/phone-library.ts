@@ -31,19 +31,23 @@ function matchesEntirely(text: string | undefined, pattern: string): boolean {
   return regExp.test(text || '');
 }
 
-/** Whether the library runs with the compiled patterns (a test checks it, so an upgrade that moves the helper is noticed). */
-export let phonePatternsCompiledOnce = false;
-try {
-  // The package's exports map hides its build folder, so the helper is found beside the entry point.
-  const helperFile = join(dirname(loadCommonJs.resolve('libphonenumber-js/max')), '../build/helpers/matchesEntirely.js');
-  const helper = loadCommonJs(helperFile) as { default?: unknown };
-  if (typeof helper.default === 'function') {
+/** Replaces the library's helper; false when it is not where this version keeps it. */
+function compilePatternsOnce(): boolean {
+  try {
+    // The package's exports map hides its build folder, so the helper is found beside the entry point.
+    const helperFile = join(dirname(loadCommonJs.resolve('libphonenumber-js/max')), '../build/helpers/matchesEntirely.js');
+    const helper = loadCommonJs(helperFile) as { default?: unknown };
+    if (typeof helper.default !== 'function') return false;
     helper.default = matchesEntirely;
-    phonePatternsCompiledOnce = true;
+    return true;
+  } catch {
+    // Moved or renamed in another version: run the library as it is.
+    return false;
   }
-} catch {
-  // Moved or renamed in another version: run the library as it is.
 }
+
+/** Whether the library runs with the compiled patterns (a test checks it, so an upgrade that moves the helper is noticed). */
+export const phonePatternsCompiledOnce = compilePatternsOnce();
 
 export const { parsePhoneNumberFromString } = library;
 export type { CountryCode } from 'libphonenumber-js/max';

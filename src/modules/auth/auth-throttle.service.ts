@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Clock } from '../../core/clock.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Database } from '../../db/schema.ts';
 import { countFailures, deleteOldFailures, recordFailure, type ThrottleSubject } from './auth-throttle.repository.ts';
@@ -6,7 +7,8 @@ import { countFailures, deleteOldFailures, recordFailure, type ThrottleSubject }
 // Guessing API keys is slowed down by counting failed token requests per client address and per
 // key prefix over a sliding minute, in the store (every instance sees the same counts). Past a limit
 // the request is refused before its key is even looked at, so a right guess does not show either.
-// The check and the count are two statements: concurrent requests may pass a limit by a few.
+// The check and the count are two statements: concurrent requests may pass a limit by a few. The
+// window is measured on the clock given (the process's), so a test moves it past instead of waiting.
 export interface AuthThrottleLimits {
   /** Failures a minute from one client address before it is refused; 0: no limit. */
   perAddress: number;
@@ -30,7 +32,7 @@ export function keyPrefixOf(apiKey: string | undefined): string | null {
   return /^ak_[0-9a-f]{12}$/.test(prefix) ? prefix : null;
 }
 
-export function createAuthThrottle(db: Kysely<Database>, limits: AuthThrottleLimits): AuthThrottle {
+export function createAuthThrottle({ db, clock }: { db: Kysely<Database>; clock: Clock }, limits: AuthThrottleLimits): AuthThrottle {
   const subjectsOf = (address: string, apiKey: string | undefined): ThrottleSubject[] => {
     const prefix = keyPrefixOf(apiKey);
     return [
@@ -43,7 +45,7 @@ export function createAuthThrottle(db: Kysely<Database>, limits: AuthThrottleLim
     async check(address, apiKey) {
       const subjects = subjectsOf(address, apiKey);
       if (subjects.length === 0) return;
-      const over = (await countFailures(db, subjects, WINDOW_SECONDS))
+      const over = (await countFailures(db, subjects, WINDOW_SECONDS, clock.now()))
         .filter((count) => count.failures >= (count.scope === 'address' ? limits.perAddress : limits.perKeyPrefix));
       if (over.length === 0) return;
       const retryAfter = Math.max(1, ...over.map((count) => count.retryAfterSeconds));
@@ -55,8 +57,9 @@ export function createAuthThrottle(db: Kysely<Database>, limits: AuthThrottleLim
     async recordFailure(address, apiKey) {
       const subjects = subjectsOf(address, apiKey);
       if (subjects.length === 0) return;
-      await recordFailure(db, subjects);
-      if (++failuresSeen % CLEANUP_EVERY === 0) await deleteOldFailures(db);
+      const now = clock.now();
+      await recordFailure(db, subjects, now);
+      if (++failuresSeen % CLEANUP_EVERY === 0) await deleteOldFailures(db, now);
     },
   };
 }

@@ -5,9 +5,9 @@ import type { Database } from '../../db/schema.ts';
 
 export interface NewRefreshToken { jti: string; familyId: string; apiKeyId: number; expiresAt: Date }
 
-/** Records a token just issued, and drops rows whose tokens have expired (nothing can present them). */
-export async function insertRefreshToken(db: Kysely<Database> | Transaction<Database>, token: NewRefreshToken): Promise<void> {
-  await db.deleteFrom('refresh_tokens').where('expires_at', '<', sql<Date>`now()`).execute();
+/** Records a token just issued, and drops rows whose tokens had expired at `now` (nothing can present them). */
+export async function insertRefreshToken(db: Kysely<Database> | Transaction<Database>, token: NewRefreshToken, now: Date): Promise<void> {
+  await db.deleteFrom('refresh_tokens').where('expires_at', '<', now).execute();
   await db.insertInto('refresh_tokens').values({
     jti: token.jti, family_id: token.familyId, api_key_id: token.apiKeyId, expires_at: token.expiresAt,
   }).execute();

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { createSigner, createVerifier, TokenError } from 'fast-jwt';
+import { createSigner, createVerifier } from 'fast-jwt';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Caller } from '../../core/caller.ts';
+import type { Clock } from '../../core/clock.ts';
 import type { Directory } from '../../core/directory.ts';
 import { AppError } from '../../core/errors.ts';
 import { findApiKeyByPrefix } from '../admin/index.ts';
@@ -33,7 +34,14 @@ export interface TokenService {
   authenticate(token: string): Promise<Caller>;
 }
 
-export async function createTokenService(db: Kysely<Database>, directory: Directory, options: TokenServiceOptions): Promise<TokenService> {
+export interface TokenServiceDeps {
+  db: Kysely<Database>;
+  directory: Directory;
+  /** Issue times and expiry are read from it, not from fast-jwt's own Date.now(). */
+  clock: Clock;
+}
+
+export async function createTokenService({ db, directory, clock }: TokenServiceDeps, options: TokenServiceOptions): Promise<TokenService> {
   // HS256 with node's synchronous HMAC (fast-jwt): a verification is a few microseconds of CPU on
   // the request's own turn, not an asynchronous WebCrypto job per request.
   const secret = options.tokenSecret ?? await storedSigningKey(db);
@@ -44,19 +52,23 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
   // the token's hash, each entry until the token's own `exp` or 10 minutes): checking
   // the signature and decoding the claims again each time was about 7% of validate-account's CPU.
   // Only what the signature proves is kept; the key's state is looked up on every request below, so
-  // a revocation still cuts its tokens off at once.
-  const verifyToken = createVerifier({ key: secret, algorithms: ['HS256'], allowedIss: ISSUER, requiredClaims: ['exp', 'iat'], cache: 10_000 });
+  // a revocation still cuts its tokens off at once. Expiry is checked below against the service's
+  // clock on every call, cached or not (fast-jwt would read Date.now()); a cached entry lives at most
+  // fast-jwt's 10 minutes.
+  const verifyToken = createVerifier({
+    key: secret, algorithms: ['HS256'], allowedIss: ISSUER, requiredClaims: ['exp', 'iat'], ignoreExpiration: true, cache: 10_000,
+  });
   const failed = () => new AppError('authentication_failed');
 
   // Each refresh token is a row (refresh-tokens.repository.ts) in a family that starts at an API key:
   // trading one marks it used and issues its successor; a used one presented again revokes the family.
   async function issue(executor: Kysely<Database> | Transaction<Database>, caller: Identity, familyId: string): Promise<TokenPair> {
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(clock.nowMs() / 1000);
     const sign = (typ: string, jti: string, exp: number): string =>
       signToken({ typ, key: caller.apiKeyId, sub: String(caller.organisationId), iss: ISSUER, iat: now, jti, exp });
     const refreshJti = randomBytes(16).toString('base64url');
     const refreshExp = now + options.refreshTokenTtlSeconds;
-    await insertRefreshToken(executor, { jti: refreshJti, familyId, apiKeyId: caller.apiKeyId, expiresAt: new Date(refreshExp * 1000) });
+    await insertRefreshToken(executor, { jti: refreshJti, familyId, apiKeyId: caller.apiKeyId, expiresAt: new Date(refreshExp * 1000) }, new Date(now * 1000));
     return {
       token: sign('access', randomBytes(9).toString('base64url'), now + options.tokenTtlSeconds),
       expiresIn: options.tokenTtlSeconds,
@@ -69,14 +81,16 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
     let payload: { typ?: unknown; key?: unknown; sub?: unknown; jti?: string; iat?: unknown; exp?: unknown };
     try {
       payload = verifyToken(token);
-    } catch (error) {
-      if (error instanceof TokenError && error.code === TokenError.codes.expired) {
-        throw new AppError('token_expired');
-      }
+    } catch {
       throw failed();
     }
+    // Valid up to and including its `exp` second, as fast-jwt's own check was; expiry is told apart
+    // before anything else, as it was then.
+    const nowMs = clock.nowMs();
+    if (typeof payload.exp !== 'number') throw failed();
+    if (nowMs > payload.exp * 1000) throw new AppError('token_expired');
     if (payload.typ !== typ || typeof payload.key !== 'number') throw failed();
-    if (!datesPlausible(payload, typ === 'access' ? options.tokenTtlSeconds : options.refreshTokenTtlSeconds)) throw failed();
+    if (!datesPlausible(payload, typ === 'access' ? options.tokenTtlSeconds : options.refreshTokenTtlSeconds, nowMs)) throw failed();
     const key = await directory.activeKey(payload.key);
     if (!key || String(key.organisation_id) !== payload.sub) throw failed();
     return { organisationId: key.organisation_id, apiKeyId: key.id, jti: payload.jti };
@@ -114,10 +128,10 @@ export async function createTokenService(db: Kysely<Database>, directory: Direct
  * (an `exp` a century away, an `iat` in the future) was not made by `issue`: the signing key leaked,
  * or a lifetime was shortened since. fast-jwt checks only that `exp` has not passed.
  */
-function datesPlausible(payload: { iat?: unknown; exp?: unknown }, lifetimeSeconds: number): boolean {
+function datesPlausible(payload: { iat?: unknown; exp?: unknown }, lifetimeSeconds: number, nowMs: number): boolean {
   const { iat, exp } = payload;
   if (typeof iat !== 'number' || typeof exp !== 'number') return false;
-  return iat <= Date.now() / 1000 + CLOCK_SKEW_SECONDS && exp - iat <= lifetimeSeconds;
+  return iat <= nowMs / 1000 + CLOCK_SKEW_SECONDS && exp - iat <= lifetimeSeconds;
 }
 
 async function storedSigningKey(db: Kysely<Database>): Promise<string> {

@@ -12,7 +12,7 @@ export const RETENTION_QUEUE = 'events_retention';
 export const RETENTION_CRON = '17 3 * * *';
 const BATCH = 5000;
 
-export async function runRetention(db: Kysely<Database>, retentionDays: number, now = new Date())
+export async function runRetention(db: Kysely<Database>, retentionDays: number, now: Date)
   : Promise<{ events: number; deliveries: number }> {
   const before = new Date(now.getTime() - retentionDays * 24 * 3600 * 1000);
   const removed = { events: 0, deliveries: 0 };

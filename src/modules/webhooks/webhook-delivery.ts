@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { Webhook } from 'standardwebhooks';
+import type { Clock } from '../../core/clock.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { toEvent, type EventRow } from '../events/index.ts';
-import { postWebhook, type AttemptResult } from './webhook-http.ts';
+import { postWebhook, type AttemptResult, type DeliveryAgents } from './webhook-http.ts';
 import * as repo from './webhooks.repository.ts';
 
 // One delivery job = one HTTP attempt of one event to one endpoint (D13). The job makes the attempt
@@ -32,6 +33,10 @@ export interface DeliveryDeps {
   queue: JobQueue;
   retryBaseMs: number;
   allowPrivateNetworks: boolean;
+  /** The connection pools the attempts go through (webhook-http.ts). */
+  agents: DeliveryAgents;
+  /** An attempt's signing time (and which secrets sign it), a retry's due time, a 410's recorded time. */
+  clock: Clock;
   /** A refused address is a configuration problem of the endpoint: it is logged at warn, not only in the endpoint's log. */
   logger: { warn(obj: object, msg: string): void };
 }
@@ -91,7 +96,7 @@ const attemptKey = (d: { endpoint_id: string; event_id: number | string; attempt
 function attempt(deps: DeliveryDeps, endpoint: repo.EndpointRow, row: repo.DeliverableEvent): Promise<AttemptResult> {
   const body = bodyOf(row);
   const msgId = String(row.id);
-  const now = new Date();
+  const now = deps.clock.now();
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'account-migration-import-webhooks/1',
@@ -99,7 +104,7 @@ function attempt(deps: DeliveryDeps, endpoint: repo.EndpointRow, row: repo.Deliv
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
     'webhook-signature': signingSecrets(endpoint, now).map((secret) => new Webhook(secret).sign(msgId, now, body)).join(' '),
   };
-  return postWebhook(endpoint.url, body, headers, { allowPrivateNetworks: deps.allowPrivateNetworks });
+  return postWebhook(endpoint.url, body, headers, { allowPrivateNetworks: deps.allowPrivateNetworks, agents: deps.agents });
 }
 
 /**
@@ -123,13 +128,13 @@ const isSuccess = (status: number | null) => status !== null && status >= 200 &&
 async function followUp(deps: DeliveryDeps, trx: Transaction<Database>, job: DeliveryJob, status: number | null): Promise<DeliveryOutcome> {
   if (isSuccess(status)) return 'delivered';
   if (status === 410) {
-    await repo.disableEndpoint(trx, job.endpoint_id, `the endpoint answered 410 Gone to event ${job.event_id} at ${new Date().toISOString()}`);
+    await repo.disableEndpoint(trx, job.endpoint_id, `the endpoint answered 410 Gone to event ${job.event_id} at ${deps.clock.now().toISOString()}`);
     return 'endpoint_disabled';
   }
   if (job.attempt >= MAX_ATTEMPTS) return 'gave_up';
   const next: DeliveryJob = { ...job, attempt: job.attempt + 1 };
   await deps.queue.send(DELIVERY_QUEUE, next, {
-    trx, id: jobIdOf(next), startAfter: new Date(Date.now() + retryDelayMs(job.attempt, deps.retryBaseMs)), ...DELIVERY_JOB_POLICY,
+    trx, id: jobIdOf(next), startAfter: new Date(deps.clock.nowMs() + retryDelayMs(job.attempt, deps.retryBaseMs)), ...DELIVERY_JOB_POLICY,
   });
   return 'retry_scheduled';
 }

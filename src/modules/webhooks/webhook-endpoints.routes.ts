@@ -23,9 +23,9 @@ const URL_REFUSED_NOTE = '`webhook_url_not_allowed`: the URL is not http(s), car
 
 // The webhook endpoints of the caller's organisation: the supplier manages them itself (the service
 // team's import-admin webhook commands manage the same endpoints).
-export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db, queue, config }) => {
+export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db, queue, config, clock, fanout }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
-  const deps: endpoints.EndpointsDeps = { db, queue, allowPrivateNetworks: config.webhookAllowPrivateNetworks };
+  const deps: endpoints.EndpointsDeps = { db, queue, allowPrivateNetworks: config.webhookAllowPrivateNetworks, clock, fanout };
 
   app.post('/webhook-endpoints/', {
     schema: {
@@ -96,7 +96,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<RouteDeps> = async (plug
       params: WebhookEndpointPathParams,
       response: { 200: answer(RotatedWebhookSecret, 'The endpoint with its new secret (shown only here).', ROTATED_SECRET), 400: BAD_PATH, 404: NO_ENDPOINT },
     },
-  }, async (request) => endpoints.rotateSecret(db, callerOf(request), request.params.endpoint_id));
+  }, async (request) => endpoints.rotateSecret(deps, callerOf(request), request.params.endpoint_id));
 
   app.post('/webhook-endpoints/:endpoint_id/test/', {
     schema: {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Caller } from '../../core/caller.ts';
+import type { Clock } from '../../core/clock.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
@@ -12,6 +13,7 @@ import type {
 } from './webhook-endpoints.schemas.ts';
 import { DEFAULT_DELIVERIES_PAGE_SIZE } from './webhook-endpoints.schemas.ts';
 import { hostRefusal } from './ssrf-guard.ts';
+import type { WebhookFanout } from './webhook-fanout.ts';
 import * as webhooks from './webhooks.service.ts';
 import * as repo from './webhooks.repository.ts';
 
@@ -23,11 +25,19 @@ type Db = Kysely<Database>;
 /** How long a rotated-out secret goes on signing beside the new one. */
 export const ROTATION_OVERLAP_HOURS = 24;
 
-export interface EndpointsDeps { db: Db; queue: JobQueue; allowPrivateNetworks: boolean }
+export interface EndpointsDeps {
+  db: Db;
+  queue: JobQueue;
+  allowPrivateNetworks: boolean;
+  clock: Clock;
+  /** This process's fan-out: told when an endpoint is created or enabled, so this process's events reach it at once. */
+  fanout: Pick<WebhookFanout, 'forgetEndpointLookups'>;
+}
 
 export async function createEndpoint(deps: EndpointsDeps, caller: Caller, body: CreateWebhookEndpointBody): Promise<CreatedWebhookEndpoint> {
   const url = await checkUrl(deps, body.url);
   const row = await webhooks.addEndpoint(deps.db, caller.organisationId, { url, events: body.events ?? null, description: body.description ?? null });
+  deps.fanout.forgetEndpointLookups();
   return { ...toEndpoint(row), secret: row.secret };
 }
 
@@ -47,8 +57,11 @@ export async function updateEndpoint(deps: EndpointsDeps, caller: Caller, id: st
   if (body.events !== undefined) changes.event_types = body.events;
   if (body.description !== undefined) changes.description = body.description;
   await repo.updateEndpoint(db, id, changes);
-  if (body.enabled === true) await webhooks.enableEndpoint(db, id);
-  if (body.enabled === false) await webhooks.disableEndpoint(db, id, `disabled over the API at ${new Date().toISOString()}`);
+  if (body.enabled === true) {
+    await webhooks.enableEndpoint(db, id);
+    deps.fanout.forgetEndpointLookups();
+  }
+  if (body.enabled === false) await webhooks.disableEndpoint(db, id, `disabled over the API at ${deps.clock.now().toISOString()}`);
   // An endpoint deleted meanwhile (another request) is as unknown.
   return toEndpoint(await ownEndpoint(db, caller, id));
 }
@@ -57,9 +70,11 @@ export async function deleteEndpoint(db: Db, caller: Caller, id: string): Promis
   if (!(await repo.deleteEndpoint(db, id, caller.organisationId))) throw notFound(id);
 }
 
-export async function rotateSecret(db: Db, caller: Caller, id: string): Promise<RotatedWebhookSecret> {
+export async function rotateSecret({ db, clock }: EndpointsDeps, caller: Caller, id: string): Promise<RotatedWebhookSecret> {
   await ownEndpoint(db, caller, id);
-  const row = await repo.rotateSecret(db, id, webhooks.generateSecret(), ROTATION_OVERLAP_HOURS);
+  // The old secret's end, on the clock each delivery's signing time is read from (webhook-delivery.ts).
+  const until = new Date(clock.nowMs() + ROTATION_OVERLAP_HOURS * 3_600_000);
+  const row = await repo.rotateSecret(db, id, webhooks.generateSecret(), until);
   return { ...toEndpoint(row), secret: row.secret, previous_secret_expires_at: utcSeconds(row.previous_secret_expires_at!) };
 }
 

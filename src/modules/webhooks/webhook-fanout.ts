@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { Clock } from '../../core/clock.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import type { EventRecordedHook, NewEvent } from '../events/index.ts';
@@ -13,9 +14,9 @@ import * as repo from './webhooks.repository.ts';
 //
 // What starts a fan-out (at most one waiting fan-out job at a time, not one per request):
 // - the transaction that records an event, when the supplier's organisation has an enabled endpoint
-//   and no fan-out job is waiting to be fetched, writes one (createFanoutTrigger);
+//   and no fan-out job is waiting to be fetched, writes one (the fan-out's trigger);
 // - a fan-out that saw other transactions running when it read (they may commit events it could not
-//   see, or hold back committed ones) sends itself again, to run shortly after (fanOutHandler);
+//   see, or hold back committed ones) sends itself again, to run shortly after (the fan-out's handler);
 // - a pg-boss schedule every minute, the backstop for events recorded by a process that never opened
 //   the queue (its events were built without the trigger).
 // Why skipping when a job is waiting loses nothing: the transaction checks after inserting its event,
@@ -37,20 +38,81 @@ export const ENDPOINT_LOOKUP_TTL_MS = 5000;
 
 const sendFanout = (queue: JobQueue, trx?: Transaction<Database>) => queue.send(FANOUT_QUEUE, {}, { trx, startAfter: GATHER_SECONDS });
 
+export interface WebhookFanout {
+  /**
+   * The events' after-record hook (given to createEvents): writes a fan-out job in the event's own
+   * transaction when none is waiting, so a job exists exactly when the event committed (nothing to
+   * lose between commit and send; see above for why a waiting one is enough). The job carries no key
+   * that is unique across transactions: a unique key would make concurrent event-writing
+   * transactions wait for each other's commit; the check for a waiting job is a read, which waits for
+   * nobody.
+   */
+  readonly trigger: EventRecordedHook;
+  /**
+   * The fan-out queue's handler for one worker. When the previous run saw other transactions running
+   * (under load), the next run is queued before this one reads, so that event transactions always find
+   * one waiting; otherwise only after, and only if this run saw transactions running.
+   */
+  handler(): () => Promise<void>;
+  /**
+   * Forgets what this process knows of which suppliers have endpoints (an endpoint was created or
+   * enabled through this process). Other processes learn it within ENDPOINT_LOOKUP_TTL_MS; until then
+   * their events are fanned out by the next trigger or the schedule, never lost.
+   */
+  forgetEndpointLookups(): void;
+}
+
 /**
- * The fan-out queue's handler for one worker. When the previous run saw other transactions running
- * (under load), the next run is queued before this one reads, so that event transactions always find
- * one waiting; otherwise only after, and only if this run saw transactions running.
+ * The process's fan-out, built once by the composition root (main.ts, worker.ts, the tests' app) once
+ * the queue is open: its trigger goes to createEvents, so that the many services recording events need
+ * no queue of their own; its handler to the fan-out workers; its lookups are forgotten by the endpoint
+ * routes and, after each import-admin command, by the admin socket. What it holds (which suppliers'
+ * organisations have an enabled endpoint, until when that is trusted by `clock`) is its own state, not
+ * the module's.
  */
-export function fanOutHandler(db: Kysely<Database>, queue: JobQueue): () => Promise<void> {
-  let busy = false;
-  return async () => {
-    await absorbQueuedFanouts(queue);
-    const queuedAhead = busy ? (await sendFanout(queue), true) : false;
-    const { othersRunning } = await fanOut(db, queue);
-    busy = othersRunning;
-    // A waiting job (another trigger's) is fetched later and reads later: it covers them too.
-    if (othersRunning && !queuedAhead && !(await queue.hasWaiting(FANOUT_QUEUE, db))) await sendFanout(queue);
+export function createWebhookFanout({ db, queue, clock }: { db: Kysely<Database>; queue: JobQueue; clock: Clock }): WebhookFanout {
+  /** supplier id → whether its organisation had an enabled endpoint, and until when (clock ms) that is trusted. */
+  const endpointLookups = new Map<number, { has: boolean; until: number }>();
+
+  async function supplierHasEndpoint(trx: Transaction<Database>, supplierId: number): Promise<boolean> {
+    const known = endpointLookups.get(supplierId);
+    if (known && known.until > clock.nowMs()) return known.has;
+    const has = await repo.supplierHasEndpoint(trx, supplierId);
+    if (endpointLookups.size > 10_000) endpointLookups.clear();
+    endpointLookups.set(supplierId, { has, until: clock.nowMs() + ENDPOINT_LOOKUP_TTL_MS });
+    return has;
+  }
+
+  const triggered = new WeakSet<object>();
+  const trigger = async (trx: Transaction<Database>, event: NewEvent) => {
+    if (triggered.has(trx)) return;
+    if (!(await supplierHasEndpoint(trx, event.supplierId))) return;
+    triggered.add(trx);
+    if (await queue.hasWaiting(FANOUT_QUEUE, trx)) return;
+    await sendFanout(queue, trx);
+  };
+  // Idle while this process trusts that the supplier's organisation has no enabled endpoint.
+  const idleFor = (supplierId: number) => {
+    const known = endpointLookups.get(supplierId);
+    return known !== undefined && known.until > clock.nowMs() && !known.has;
+  };
+
+  return {
+    trigger: Object.assign(trigger, { idleFor }),
+    handler() {
+      let busy = false;
+      return async () => {
+        await absorbQueuedFanouts(queue);
+        const queuedAhead = busy ? (await sendFanout(queue), true) : false;
+        const { othersRunning } = await fanOut(db, queue);
+        busy = othersRunning;
+        // A waiting job (another trigger's) is fetched later and reads later: it covers them too.
+        if (othersRunning && !queuedAhead && !(await queue.hasWaiting(FANOUT_QUEUE, db))) await sendFanout(queue);
+      };
+    },
+    forgetEndpointLookups() {
+      endpointLookups.clear();
+    },
   };
 }
 
@@ -84,53 +146,6 @@ async function fanOutBatch(trx: Transaction<Database>, queue: JobQueue): Promise
   const last = events[events.length - 1]!;
   await repo.moveCursor(trx, { xid: last.xid, id: last.id });
   return { events: events.length, deliveries: jobs.length, othersRunning };
-}
-
-/** supplier id → whether its organisation had an enabled endpoint, and until when that is trusted. */
-const endpointLookups = new Map<number, { has: boolean; until: number }>();
-
-/**
- * Forgets what this process knows of which suppliers have endpoints (an endpoint was created or
- * enabled here). Other processes learn it within ENDPOINT_LOOKUP_TTL_MS; until then their events
- * are fanned out by the next trigger or the schedule, never lost.
- */
-export function forgetEndpointLookups(): void {
-  endpointLookups.clear();
-}
-
-async function supplierHasEndpoint(trx: Transaction<Database>, supplierId: number): Promise<boolean> {
-  const known = endpointLookups.get(supplierId);
-  if (known && known.until > Date.now()) return known.has;
-  const has = await repo.supplierHasEndpoint(trx, supplierId);
-  if (endpointLookups.size > 10_000) endpointLookups.clear();
-  endpointLookups.set(supplierId, { has, until: Date.now() + ENDPOINT_LOOKUP_TTL_MS });
-  return has;
-}
-
-/**
- * The events' after-record hook that writes a fan-out job in the event's own transaction when none is
- * waiting, so a job exists exactly when the event committed (nothing to lose between commit and send;
- * see above for why a waiting one is enough). Built once per process, once the queue is open, and
- * given to createEvents (main.ts, worker.ts), so that the many services recording events need no
- * queue of their own. The job carries no key that is unique across
- * transactions: a unique key would make concurrent event-writing transactions wait for each
- * other's commit; the check for a waiting job is a read, which waits for nobody.
- */
-export function createFanoutTrigger(queue: JobQueue): EventRecordedHook {
-  const triggered = new WeakSet<object>();
-  const trigger = async (trx: Transaction<Database>, event: NewEvent) => {
-    if (triggered.has(trx)) return;
-    if (!(await supplierHasEndpoint(trx, event.supplierId))) return;
-    triggered.add(trx);
-    if (await queue.hasWaiting(FANOUT_QUEUE, trx)) return;
-    await sendFanout(queue, trx);
-  };
-  // Idle while this process trusts that the supplier's organisation has no enabled endpoint.
-  const idleFor = (supplierId: number) => {
-    const known = endpointLookups.get(supplierId);
-    return known !== undefined && known.until > Date.now() && !known.has;
-  };
-  return Object.assign(trigger, { idleFor });
 }
 
 /**

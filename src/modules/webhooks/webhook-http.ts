@@ -13,11 +13,31 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 // cost more than the delivery itself under load). Each socket was opened through the address check
 // below, so reusing it reaches an address already allowed; guarded and unguarded requests never
 // share a socket. An idle socket is closed after 4 s, before a receiver's usual 5 s keep-alive ends.
+// The pools belong to the delivery workers that made them (startWebhookWorkers), which close them
+// when they stop: no pool outlives its workers, none is shared through the module.
 const agentOptions = { keepAlive: true, maxSockets: 32, maxFreeSockets: 32, timeout: 4000 };
-const agents = {
-  guarded: { http: new HttpAgent(agentOptions), https: new HttpsAgent(agentOptions) },
-  open: { http: new HttpAgent(agentOptions), https: new HttpsAgent(agentOptions) },
-};
+
+type AgentPair = { http: HttpAgent; https: HttpsAgent };
+export interface DeliveryAgents {
+  guarded: AgentPair;
+  open: AgentPair;
+  /** Closes every socket of both pools (the workers stopped). */
+  destroy(): void;
+}
+
+export function createDeliveryAgents(): DeliveryAgents {
+  const pair = (): AgentPair => ({ http: new HttpAgent(agentOptions), https: new HttpsAgent(agentOptions) });
+  const agents = { guarded: pair(), open: pair() };
+  return {
+    ...agents,
+    destroy() {
+      for (const { http, https } of [agents.guarded, agents.open]) {
+        http.destroy();
+        https.destroy();
+      }
+    },
+  };
+}
 
 /** `refused`: nothing was sent, the address is not one the service may deliver to (ssrf-guard.ts). */
 export type AttemptResult =
@@ -26,6 +46,7 @@ export type AttemptResult =
 
 export interface PostOptions {
   allowPrivateNetworks: boolean;
+  agents: DeliveryAgents;
   timeoutMs?: number;
 }
 
@@ -47,7 +68,7 @@ export function postWebhook(url: string, body: string, headers: Record<string, s
   }
   const https = target.protocol === 'https:';
   const send = https ? httpsRequest : httpRequest;
-  const pool = options.allowPrivateNetworks ? agents.open : agents.guarded;
+  const pool = options.allowPrivateNetworks ? options.agents.open : options.agents.guarded;
   const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   return new Promise((resolve) => {
     let settled = false;

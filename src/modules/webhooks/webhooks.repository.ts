@@ -41,13 +41,13 @@ export async function updateEndpoint(db: Db, id: string, changes: EndpointChange
 }
 
 /**
- * A new secret; the one it replaces signs beside it for `overlapHours` more (the stored expiry is
+ * A new secret; the one it replaces signs beside it until `previousUntil` (the stored expiry is
  * compared with each delivery's time). A second rotation within the overlap drops the oldest secret.
  */
-export function rotateSecret(db: Db, id: string, secret: string, overlapHours: number): Promise<EndpointRow> {
+export function rotateSecret(db: Db, id: string, secret: string, previousUntil: Date): Promise<EndpointRow> {
   return db.updateTable('webhook_endpoints').set((eb) => ({
     previous_secret: eb.ref('secret'),
-    previous_secret_expires_at: sql<Date>`now() + make_interval(hours => ${overlapHours})`,
+    previous_secret_expires_at: previousUntil,
     secret,
   })).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }

@@ -4,7 +4,6 @@ import { AppError } from '../../core/errors.ts';
 import type { Database } from '../../db/schema.ts';
 import { findOrganisationByName } from '../admin/index.ts';
 import { EVENT_TYPES, type EventType } from '../events/index.ts';
-import { forgetEndpointLookups } from './webhook-fanout.ts';
 import * as repo from './webhooks.repository.ts';
 
 // Webhook endpoints (D13): the operations import-admin and the API share (the URL rule, create, enable,
@@ -86,22 +85,22 @@ export function generateSecret(): string {
 
 // --- shared by import-admin (any organisation's endpoint, by id) and the API (the caller's organisation's) ---
 
+// A process that creates or enables an endpoint and records events itself tells its fan-out to forget
+// its endpoint lookups (webhook-fanout.ts): the API's routes do it after these calls, the admin socket
+// after each import-admin command it runs; another process learns it within the lookups' lifetime.
+
 /** Creates an endpoint with a fresh secret; it receives the events recorded from now on. The URL and types are checked already. */
-export async function addEndpoint(db: Db, organisationId: number, fields: { url: string; events: EventType[] | null; description?: string | null })
+export function addEndpoint(db: Db, organisationId: number, fields: { url: string; events: EventType[] | null; description?: string | null })
   : Promise<repo.EndpointRow> {
-  const row = await repo.insertEndpoint(db, {
+  return repo.insertEndpoint(db, {
     id: `wh_${randomBytes(8).toString('hex')}`, organisation_id: organisationId, url: fields.url, event_types: fields.events,
     secret: generateSecret(), description: fields.description ?? null,
   });
-  forgetEndpointLookups();
-  return row;
 }
 
 /** Enables an endpoint again (a no-op when enabled); undefined when there is no such endpoint. */
 export async function enableEndpoint(db: Db, id: string): Promise<repo.EndpointRow | undefined> {
-  const row = (await repo.enableEndpoint(db, id)) ?? (await repo.findEndpoint(db, id));
-  forgetEndpointLookups();
-  return row;
+  return (await repo.enableEndpoint(db, id)) ?? (await repo.findEndpoint(db, id));
 }
 
 /** Disables an endpoint, keeping the first reason if it is disabled already; undefined when there is no such endpoint. */
@@ -156,11 +155,12 @@ export async function enableWebhook(db: Db, id: string): Promise<WebhookView> {
 
 /**
  * Stops deliveries to an endpoint, keeping it (its secret, filter and log): pending retries are
- * dropped when they come up. Disabling a disabled endpoint keeps its first reason.
+ * dropped when they come up. Disabling a disabled endpoint keeps its first reason. `at`: the time the
+ * reason given by default names (the CLI's clock).
  */
-export async function disableWebhook(db: Db, id: string, reason?: string): Promise<WebhookView> {
+export async function disableWebhook(db: Db, id: string, reason: string | undefined, at: Date): Promise<WebhookView> {
   checkDisableReason(reason);
-  const row = await disableEndpoint(db, id, reason?.trim() ?? `disabled by an operator at ${new Date().toISOString()}`);
+  const row = await disableEndpoint(db, id, reason?.trim() ?? `disabled by an operator at ${at.toISOString()}`);
   if (!row) throw new AppError('not_found', `no webhook "${id}"`);
   return toView(row);
 }

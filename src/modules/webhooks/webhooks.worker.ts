@@ -1,11 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
+import type { Clock } from '../../core/clock.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { deliverBatch, DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
-import { FANOUT_QUEUE, fanOutHandler } from './webhook-fanout.ts';
+import { FANOUT_QUEUE, type WebhookFanout } from './webhook-fanout.ts';
 import { RETENTION_CRON, RETENTION_QUEUE, runRetention } from './retention.job.ts';
-import { DELIVERY_TIMEOUT_MS } from './webhook-http.ts';
+import { createDeliveryAgents, DELIVERY_TIMEOUT_MS } from './webhook-http.ts';
 
 // Webhooks and event retention on the job queue (D13). Three queues:
 // - webhook_fanout {}: new events → delivery jobs (webhook-fanout.ts); also scheduled every minute;
@@ -19,7 +20,7 @@ export interface WebhooksLogger {
   warn(obj: object, msg: string): void;
 }
 
-/** Declares the queues and schedules (the fan-out trigger is given to createEvents: webhook-fanout.ts). */
+/** Declares the queues and schedules (the fan-out's trigger is given to createEvents: webhook-fanout.ts). */
 export async function defineWebhookQueues(queue: JobQueue): Promise<void> {
   await queue.define(FANOUT_QUEUE, { retryLimit: 1000, retryDelay: 2, retryBackoff: false, expireInSeconds: 300 });
   await queue.define(DELIVERY_QUEUE, DELIVERY_JOB_POLICY);
@@ -31,20 +32,23 @@ export async function defineWebhookQueues(queue: JobQueue): Promise<void> {
 /** Delivery jobs one worker takes at a time: each is mostly waiting on a remote server, so many run at once. */
 const DELIVERY_BATCH = 50;
 
-export async function startWebhookWorkers({ db, queue, config, logger }: {
-  db: Kysely<Database>; queue: JobQueue; config: WebhooksConfig; logger: WebhooksLogger;
+export async function startWebhookWorkers({ db, queue, config, logger, clock, fanout }: {
+  db: Kysely<Database>; queue: JobQueue; config: WebhooksConfig; logger: WebhooksLogger; clock: Clock;
+  /** The process's fan-out (the one whose trigger its events have): its handler runs the fan-out jobs. */
+  fanout: WebhookFanout;
 }): Promise<{ stop(): Promise<void> }> {
-  await queue.work(FANOUT_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, fanOutHandler(db, queue));
+  await queue.work(FANOUT_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, fanout.handler());
   await queue.work(RETENTION_QUEUE, { concurrency: 1, pollingIntervalSeconds: 30 }, async () => {
-    const removed = await runRetention(db, config.eventsRetentionDays);
+    const removed = await runRetention(db, config.eventsRetentionDays, clock.now());
     logger.info({ removed, retention_days: config.eventsRetentionDays }, 'events retention ran');
   });
 
   // pg-boss runs one fetch per worker per polling interval; a batch per fetch keeps deliveries from
   // being limited to two a second per worker. The batch's jobs run side by side, and the store work
   // is done once per batch (webhook-delivery.ts deliverBatch).
+  const agents = createDeliveryAgents();
   const deps = {
-    db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks, logger,
+    db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks, logger, clock, agents,
   };
   const workers = Math.max(1, Math.min(2, config.workerConcurrency));
   await queue.workBatches<DeliveryJob>(DELIVERY_QUEUE, { concurrency: workers * DELIVERY_BATCH, batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5 },
@@ -63,6 +67,7 @@ export async function startWebhookWorkers({ db, queue, config, logger }: {
       await Promise.all([FANOUT_QUEUE, RETENTION_QUEUE].map((name) => queue.offWork(name)));
       // A delivery in hand waits for its remote server up to its own timeout.
       await queue.offWork(DELIVERY_QUEUE, DELIVERY_TIMEOUT_MS + 1000);
+      agents.destroy();
     },
   };
 }
