@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import type { AccountData } from '../../src/modules/account-data/account-data.schemas.ts';
+import type { AccountData } from '../../src/modules/account-data/index.ts';
 import { PG_ONLY, PROCESS_URL, STAGE_URL, pgSession, stageAndCreate, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
