@@ -23,6 +23,10 @@ export interface BenchConfig {
   readonly convertTransactions: number;
   /** The service's WORKER_CONCURRENCY, and the job baseline's concurrency. */
   readonly jobWorkers: number;
+  /** The service's JOB_CHUNK_RECORDS, and the chunk of the job's set-based floor. */
+  readonly jobChunk: number;
+  /** Records of the job's per-record raw baseline (shown beside the floor; 0 leaves it out). */
+  readonly jobPerRecordBaseline: number;
   /** Rows to run (validate, staging, create, transactions, events, jobs, upload, lists, status, stats, convert); all when unset. */
   readonly only: ReadonlySet<string> | undefined;
   readonly adminUrl: string;
@@ -58,6 +62,8 @@ export function loadBenchConfig(): BenchConfig {
     uploadRecords: int('BENCH_UPLOAD_RECORDS', quick ? 20_000 : 1_000_000),
     reconcileRecords: int('BENCH_RECONCILE_RECORDS', quick ? 10_000 : 100_000),
     jobWorkers: int('BENCH_JOB_WORKERS', 8),
+    jobChunk: int('BENCH_JOB_CHUNK', 50),
+    jobPerRecordBaseline: int('BENCH_JOB_PER_RECORD_BASELINE', quick ? 500 : 10_000),
     convertAccounts: int('BENCH_CONVERT_ACCOUNTS', quick ? 20_000 : 1_000_000),
     convertTransactions: int('BENCH_CONVERT_TRANSACTIONS', 20),
     stores: stores as BenchStore[],

@@ -53,7 +53,7 @@ async function runStore(store: BenchStore): Promise<void> {
   const tenant = await provision(target);
   const rawTenant = await provision(raw);
   // The events row delivers webhooks to a receiver on loopback; the flag only lifts the SSRF refusal.
-  const env = { ...serviceEnv(target, cfg.logLevel), WORKER_CONCURRENCY: String(cfg.jobWorkers), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+  const env = { ...serviceEnv(target, cfg.logLevel), WORKER_CONCURRENCY: String(cfg.jobWorkers), JOB_CHUNK_RECORDS: String(cfg.jobChunk), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
   const startService = () => startServer({ name: `service-${store}`, script: 'src/main.ts', env, logDir: workDir, cpuProfileDir: profileDir, readyPath: '/readyz' });
   let server: Server = await startService();
   const echo = await startServer({ name: 'echo', script: 'bench/baselines/echo-server.ts', env: {}, logDir: workDir });

@@ -42,10 +42,18 @@ export async function migrationJob(ctx: Ctx): Promise<void> {
   const templates = accountTemplates(ctx.factory, ctx.tenant.supplier, 'J', TEMPLATES);
   const workers = ctx.cfg.jobWorkers;
 
-  log(`${ctx.store}: migration job baseline: raw SQL writing the same rows for ${records} records, ${workers} concurrent`);
-  const base = await runJsonChild<LoopResult & { cpuMs: number }>('bench/baselines/raw-job.ts', {
-    target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId, templates, records, connections: workers,
+  // The floor: raw SQL writing the same rows in sets, chunks of the service's chunk size. Beside it,
+  // the earlier baseline (a record at a time, three transactions each), for the record.
+  log(`${ctx.store}: migration job floor: raw SQL writing the same rows in chunks of ${ctx.cfg.jobChunk} for ${records} records, ${workers} concurrent`);
+  const base = await runJsonChild<LoopResult & { cpuMs: number }>('bench/baselines/raw-job-sets.ts', {
+    target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId, templates, records, connections: workers, chunk: ctx.cfg.jobChunk,
   });
+  const perRecordRecords = Math.min(records, ctx.cfg.jobPerRecordBaseline);
+  log(`${ctx.store}: migration job per-record baseline: raw SQL, a record at a time, ${perRecordRecords} records, ${workers} concurrent`);
+  const perRecord = perRecordRecords > 0 ? await runJsonChild<LoopResult & { cpuMs: number }>('bench/baselines/raw-job.ts', {
+    target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId, templates: accountTemplates(ctx.factory, ctx.tenant.supplier, 'K', TEMPLATES),
+    records: perRecordRecords, connections: workers,
+  }) : undefined;
 
   log(`${ctx.store}: migration job: upload ${records} records`);
   const id = await createJob(ctx);
@@ -96,11 +104,13 @@ export async function migrationJob(ctx: Ctx): Promise<void> {
   ctx.rows.push({
     store: ctx.store, what, connections: workers,
     service: { rps, cpuMsPerRequest: cpuMs / Math.max(1, succeeded), non2xx: failed, codes: failed ? Object.fromEntries(job.errors_by_code.map((e) => [e.code, e.count])) : {} },
-    baseline: { label: 'raw SQL, same rows', rps: base.rps, p50: base.latencyMs.p50, p99: base.latencyMs.p99, errors: base.failed, firstError: base.firstError,
+    baseline: { label: 'raw SQL, same rows in sets', rps: base.rps, p50: base.latencyMs.p50, p99: base.latencyMs.p99, errors: base.failed, firstError: base.firstError,
       cpuMsPerRequest: base.cpuMs / Math.max(1, base.ok) },
     ratio, target, pass: ratio === undefined ? null : clean && ratio >= 0.5,
     note: `req/s = records/s from start to completed (${seconds.toFixed(1)} s), CPU ms/req = service CPU per record (baseline: its client's); upload ${(records / sent.seconds).toFixed(0)} records/s, `
-      + `${(sent.bytes / MB).toFixed(0)} MB; ${workers} workers (WORKER_CONCURRENCY), baseline ${workers} concurrent`
+      + `${(sent.bytes / MB).toFixed(0)} MB in ${sent.seconds.toFixed(1)} s; end to end with the upload ${(seconds + sent.seconds).toFixed(1)} s; ${workers} workers (WORKER_CONCURRENCY), `
+      + `floor ${workers} concurrent in chunks of ${ctx.cfg.jobChunk}`
+      + `${perRecord ? `; raw SQL a record at a time ${perRecord.rps.toFixed(0)} records/s (service ${(rps / perRecord.rps * 100).toFixed(0)}% of it)` : ''}`
       + `${failed ? `; job ${job.state}, ${failed} records not succeeded${why}` : ''}`
       + `${timedOut ? `; not finished in ${limitSeconds} s (${succeeded} of ${records} succeeded; rate so far), then cancelled` : ''}`,
   });
