@@ -363,6 +363,15 @@ export async function markRecordCreated(db: Db, jobId: string, line: number, ser
     WHERE job_id = ${jobId}::uuid AND line = ${line}`.execute(db);
 }
 
+/**
+ * Records of a chunk that the set could not write, pending again as they were before the chunk's
+ * claim (its try not counted), in the transaction that queues each as a record job of its own.
+ */
+export async function handBack(trx: Transaction<Database>, jobId: string, lines: number[]): Promise<void> {
+  await sql`UPDATE migration_job_records SET outcome = 'pending', attempts = greatest(attempts - 1, 0)
+    WHERE job_id = ${jobId}::uuid AND outcome = 'running' AND line IN (SELECT jsonb_array_elements_text(${JSON.stringify(lines)}::jsonb)::int)`.execute(trx);
+}
+
 /** A record waiting for its retry (a transient failure) is pending again meanwhile. */
 export async function releaseRecord(db: Db, jobId: string, line: number, progress: { created: boolean | null; serviceAccountNumber: string | null }): Promise<void> {
   await sql`UPDATE migration_job_records SET outcome = 'pending', created = COALESCE(created, ${progress.created}),

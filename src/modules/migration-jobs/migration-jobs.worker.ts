@@ -192,35 +192,42 @@ async function runRecordJob(
     await finishIfDone(deps, job.id);
     return;
   }
-  // The chunk's new, clean records are written together; the others run one at a time, as before.
-  const { succeeded, rest } = records.length > 1 ? await runChunk(deps, job, records) : { succeeded: [], rest: records };
-  if (job.dry_run) {
-    for (const record of succeeded) {
-      await repo.finishRecord(db, job.id, record.line, { outcome: 'succeeded', step: null, created: false, serviceAccountNumber: null, errors: [], warnings: [] });
+  if (records.length > 1) {
+    // The chunk's new, clean records are written together. The others go back on the queue as
+    // record jobs of one line each, in one transaction with their hand-back: they run one at a time
+    // on any worker, each with its own time limit and retries, as every record did before chunks.
+    const { succeeded, rest } = await runChunk(deps, job, records);
+    if (job.dry_run) {
+      for (const record of succeeded) {
+        await repo.finishRecord(db, job.id, record.line, { outcome: 'succeeded', step: null, created: false, serviceAccountNumber: null, errors: [], warnings: [] });
+      }
     }
-  }
-  let othersPending = false;
-  for (const record of rest) {
-    const result = await runRecord(deps, job, record);
-    // The job's own limit, not this instance's JOB_RETRY_LIMIT: instances configured differently must
-    // agree on which try is the last, or the last one would throw into the dead-letter queue.
-    if (result.kind === 'transient' && retryCount < retryLimit) {
-      await repo.releaseRecord(db, job.id, record.line, { created: result.created, serviceAccountNumber: result.serviceAccountNumber });
-      logger.warn({ job_id: job.id, line: record.line, code: result.errors[0]?.code, retry: retryCount + 1 }, 'migration record hit a transient failure; the queue retries it');
-      // A record of a chunk is retried on its own, so the chunk's other records keep their outcomes.
-      if (records.length === 1) throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
-      await queue.send(RECORD_QUEUE, { ...data, lines: [record.line] }, { ...recordPolicy(config), startAfter: config.jobRetryDelaySeconds });
-      othersPending = true;
-      continue;
+    if (rest.length > 0) {
+      await db.transaction().execute(async (trx) => {
+        await repo.handBack(trx, job.id, rest.map((r) => r.line));
+        await queue.sendMany<RecordJobData>(RECORD_QUEUE, rest.map((r) => ({ ...data, lines: [r.line] })), { trx, ...recordPolicy(config) });
+      });
+      return;
     }
-    const outcome = result.kind === 'transient' ? 'failed' : result.outcome;
-    const finished = { created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors, warnings: result.warnings };
-    ({ othersPending } = outcome === 'failed'
-      ? await finishFailedRecord(deps, { id: job.id, supplierId: job.supplier_id }, {
-        line: record.line, externalAccountNumber: record.external_account_number, step: result.step ?? 'account', ...finished,
-      })
-      : await repo.finishRecord(db, job.id, record.line, { outcome, step: result.step, ...finished }));
+    await finishIfDone(deps, job.id);
+    return;
   }
+  const record = records[0]!;
+  const result = await runRecord(deps, job, record);
+  // The job's own limit, not this instance's JOB_RETRY_LIMIT: instances configured differently must
+  // agree on which try is the last, or the last one would throw into the dead-letter queue.
+  if (result.kind === 'transient' && retryCount < retryLimit) {
+    await repo.releaseRecord(db, job.id, record.line, { created: result.created, serviceAccountNumber: result.serviceAccountNumber });
+    logger.warn({ job_id: job.id, line: record.line, code: result.errors[0]?.code, retry: retryCount + 1 }, 'migration record hit a transient failure; the queue retries it');
+    throw new RetryLater(`${result.errors[0]?.code ?? 'transient'}: retried later`);
+  }
+  const outcome = result.kind === 'transient' ? 'failed' : result.outcome;
+  const finished = { created: result.created, serviceAccountNumber: result.serviceAccountNumber, errors: result.errors, warnings: result.warnings };
+  const { othersPending } = outcome === 'failed'
+    ? await finishFailedRecord(deps, { id: job.id, supplierId: job.supplier_id }, {
+      line: record.line, externalAccountNumber: record.external_account_number, step: result.step ?? 'account', ...finished,
+    })
+    : await repo.finishRecord(db, job.id, record.line, { outcome, step: result.step, ...finished });
   // Records still pending: this is not the job's end, and one round trip less a record. Seen
   // without: the job may be ending, so it is looked at again after this commit.
   if (!othersPending) await finishIfDone(deps, job.id);
