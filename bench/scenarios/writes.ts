@@ -13,8 +13,11 @@ import { stageUntimed, withDatabase } from './seed.ts';
 // against its baseline at the same concurrency, alternating in rounds (paired.ts).
 const TEMPLATES = 50;
 const RESTAGE_SET = 1000;
-/** Run without the staging row, create stages this many accounts per second of its load on each side. */
-const CREATE_STAGED_PER_SECOND = 600;
+/**
+ * Run without the staging row, create stages this many accounts per second of its load on each side:
+ * more than the one-statement floor creates on a quiet 2-core machine (about 1,000 a second).
+ */
+const CREATE_STAGED_PER_SECOND = 1500;
 /** Accounts the transaction batches go to (one template each). */
 const TRANSACTION_ACCOUNTS = 16;
 
@@ -105,7 +108,7 @@ export async function staging(ctx: Ctx): Promise<void> {
 export async function createAccounts(ctx: Ctx): Promise<void> {
   const path = `${V1}/account-import-process/process/`;
   const what = 'create account';
-  if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, what, '≥ 50% of baseline', 'endpoint not built yet');
+  if (!(await routeExists(ctx, 'POST', path))) return notRun(ctx, what, '≥ 80% of the floor', 'endpoint not built yet');
   ctx.staged ??= await stageForCreate(ctx);
   const c = ctx.cfg.connections.create;
   // The service's own pending list says which were staged: a request autocannon prepared at the end
@@ -118,14 +121,20 @@ export async function createAccounts(ctx: Ctx): Promise<void> {
   const bodies = externals.map((external) => JSON.stringify({
     external_account_number: external, import_supplier_code: ctx.tenant.supplier, operations_team_name: ctx.tenant.team,
   }));
-  log(`${ctx.store}: create account vs raw SQL (one transaction per account), ${c} concurrent, ${bodies.length} staged accounts`);
+  // The floor: one statement an account, committing by itself (floor-create.ts). BENCH_CREATE_BASELINE=levels
+  // measures the old baseline instead, a transaction of 13 statements, which the service outran.
+  const floor = ctx.cfg.createBaseline === 'floor';
+  const baseline = floor
+    ? { script: 'bench/baselines/floor-create.ts', label: 'floor: raw SQL, 1 statement/account', target: '≥ 80% of the floor; p99 reported', min: 0.8 }
+    : { script: 'bench/baselines/raw-create.ts', label: 'raw SQL, 1 tx/account (not a floor)', target: '≥ 50% of baseline; p99 reported', min: 0.5 };
+  log(`${ctx.store}: create account vs ${baseline.label}, ${c} concurrent, ${bodies.length} staged accounts`);
   const r = await paired(ctx,
-    rawBaseline('bench/baselines/raw-create.ts', c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId }),
+    rawBaseline(baseline.script, c, { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId }),
     http(ctx, () => ctx.server(), c, (start) => ({ kind: 'bodies', method: 'POST', path, bodies, start })));
   ctx.created = externals.slice(0, TRANSACTION_ACCOUNTS);
   ctx.rows.push(ratioRow({ store: ctx.store, what, connections: c, service: r.service,
-    baseline: { label: 'raw SQL, 1 tx/account', ...r.baseline }, target: '≥ 50% of baseline; p99 reported',
-    note: r.service.next >= bodies.length ? 'ran out of staged accounts' : undefined }, 0.5));
+    baseline: { label: baseline.label, ...r.baseline }, target: baseline.target,
+    note: r.service.next >= bodies.length ? 'ran out of staged accounts' : undefined }, baseline.min));
 }
 
 export async function transactions(ctx: Ctx): Promise<void> {
