@@ -11,7 +11,7 @@ import { openRaw, runLoops, type RawTarget } from './raw-db.ts';
 // event: the rows the service writes for a create (create-account.service.ts), mapped as its
 // account-tree.builder.ts maps them. It is prepared once per connection, so PostgreSQL plans it
 // once. No validation, no HTTP, no lock but the row's: the service is measured against it.
-// (raw-create.ts, the per-level transaction of 13 statements, is kept for the transactions row's
+// (raw-create.ts, BEGIN, 12 statements level by level and COMMIT, is kept for the transactions row's
 // seeding and for comparison: BENCH_CREATE_BASELINE=levels.)
 interface Input { target: RawTarget; supplierId: number; teamId: number; connections: number; seconds: number; warmupSeconds: number }
 

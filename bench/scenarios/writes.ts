@@ -122,7 +122,7 @@ export async function createAccounts(ctx: Ctx): Promise<void> {
     external_account_number: external, import_supplier_code: ctx.tenant.supplier, operations_team_name: ctx.tenant.team,
   }));
   // The floor: one statement an account, committing by itself (floor-create.ts). BENCH_CREATE_BASELINE=levels
-  // measures the old baseline instead, a transaction of 13 statements, which the service outran.
+  // measures the old baseline instead, BEGIN, 12 statements and COMMIT, which the service outran.
   const floor = ctx.cfg.createBaseline === 'floor';
   const baseline = floor
     ? { script: 'bench/baselines/floor-create.ts', label: 'floor: raw SQL, 1 statement/account', target: '≥ 80% of the floor; p99 reported', min: 0.8 }
