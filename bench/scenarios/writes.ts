@@ -15,15 +15,16 @@ const TEMPLATES = 50;
 const RESTAGE_SET = 1000;
 /**
  * Run without the staging row, create stages this many accounts per second of its load on each side:
- * more than the one-statement floor creates on a quiet 2-core machine (about 1,000 a second).
+ * about twice what the one-statement floor created in any run so far (at most about 760 a second).
  */
 const CREATE_STAGED_PER_SECOND = 1500;
 /** Accounts the transaction batches go to (one template each). */
 const TRANSACTION_ACCOUNTS = 16;
 
 /**
- * The service (or the echo server) under autocannon from a separate process. The server's own CPU
- * time per answer is taken too: unlike req/s it hardly moves when neighbours load the machine.
+ * The service (or the echo server) under load from a separate process (autocannon, or `load`: wrk
+ * for the validate row). The server's own CPU time per answer is taken too: it moves much less than
+ * req/s when neighbours load the machine.
  */
 export const http = (
   ctx: Ctx, server: () => Server, connections: number, source: (start: number) => LoadSpec['source'], load: (spec: LoadSpec) => Promise<LoadResult> = runLoad,
