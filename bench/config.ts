@@ -33,6 +33,11 @@ export interface BenchConfig {
   readonly cpuProfile: boolean;
   readonly logLevel: string;
   readonly writeDoc: boolean;
+  /** The validate row's load generator: wrk when installed (autocannon otherwise, with a note), or autocannon when asked for. */
+  readonly generator: 'wrk' | 'autocannon';
+  readonly wrkThreads: number;
+  /** The create row's baseline: the one-statement floor, or the old per-level transaction (for comparison). */
+  readonly createBaseline: 'floor' | 'levels';
   readonly connections: { validate: number; staging: number; create: number; transactions: number; pages: number; status: number; stats: number };
 }
 
@@ -49,6 +54,10 @@ export function loadBenchConfig(): BenchConfig {
   const accounts = int('BENCH_ACCOUNTS', quick ? 50_000 : 1_000_000);
   const stores = (process.env.BENCH_STORES ?? 'postgres,pglite').split(',').map((s) => s.trim()).filter(Boolean);
   for (const s of stores) if (s !== 'postgres' && s !== 'pglite') throw new Error(`BENCH_STORES: unknown store "${s}"`);
+  const generator = process.env.BENCH_GENERATOR ?? 'wrk';
+  if (generator !== 'wrk' && generator !== 'autocannon') throw new Error(`BENCH_GENERATOR: wrk or autocannon, got "${generator}"`);
+  const createBaseline = process.env.BENCH_CREATE_BASELINE ?? 'floor';
+  if (createBaseline !== 'floor' && createBaseline !== 'levels') throw new Error(`BENCH_CREATE_BASELINE: floor or levels, got "${createBaseline}"`);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   return Object.freeze({
     quick,
@@ -72,6 +81,9 @@ export function loadBenchConfig(): BenchConfig {
     cpuProfile: process.env.BENCH_CPU_PROF === '1',
     logLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
     writeDoc: process.env.BENCH_WRITE_DOC !== '0',
+    generator,
+    wrkThreads: int('BENCH_WRK_THREADS', 1),
+    createBaseline,
     connections: {
       validate: int('BENCH_CONNECTIONS', 20),
       staging: int('BENCH_CONNECTIONS', 20),

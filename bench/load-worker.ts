@@ -35,6 +35,8 @@ export interface LoadResult {
   next: number;
   /** The first non-2xx answer, to say why requests failed. */
   firstFailure: string | undefined;
+  /** The generator's own CPU (user + system) over the measured run: near a core's worth, it was the bottleneck. */
+  generatorCpuMs?: number | undefined;
 }
 
 let firstFailure: string | undefined;
@@ -90,7 +92,9 @@ const spec = childInput<LoadSpec>();
 const holder: { stop?: () => void } = {};
 const next = makeNext(spec.source, () => holder.stop?.());
 if (spec.warmupSeconds > 0) await run(spec, spec.warmupSeconds, next, holder);
+const cpuBefore = process.cpuUsage();
 const result = await run(spec, spec.seconds, next, holder);
+const cpu = process.cpuUsage(cpuBefore);
 
 const codes: Record<string, number> = {};
 for (const [code, value] of Object.entries(result.statusCodeStats ?? {})) codes[code] = (value as { count: number }).count;
@@ -107,5 +111,6 @@ const out: LoadResult = {
   latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max, mean: result.latency.average },
   next: counter.next,
   firstFailure,
+  generatorCpuMs: (cpu.user + cpu.system) / 1000,
 };
 process.stdout.write(`${JSON.stringify(out)}\n`);

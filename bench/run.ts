@@ -56,7 +56,9 @@ async function runStore(store: BenchStore): Promise<void> {
   const env = { ...serviceEnv(target, cfg.logLevel), WORKER_CONCURRENCY: String(cfg.jobWorkers), JOB_CHUNK_RECORDS: String(cfg.jobChunk), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
   const startService = () => startServer({ name: `service-${store}`, script: 'src/main.ts', env, logDir: workDir, cpuProfileDir: profileDir, readyPath: '/readyz' });
   let server: Server = await startService();
-  const echo = await startServer({ name: 'echo', script: 'bench/baselines/echo-server.ts', env: {}, logDir: workDir });
+  // An echo that cannot start must not leave the service running: this process would wait on it for ever.
+  const echo = await startServer({ name: 'echo', script: 'bench/baselines/echo-server.ts', env: {}, logDir: workDir })
+    .catch(async (error: Error) => { await server.stop(); throw error; });
   log(`${store}: service pid ${server.pid} at ${server.url}; echo pid ${echo.pid}`);
   const ctx: Ctx = {
     cfg, store, target, tenant, raw: raw.raw, rawTarget: raw, rawTenant, factory, echo, logDir: workDir, rows, staged: undefined, created: [],

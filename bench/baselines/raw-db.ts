@@ -9,6 +9,11 @@ export type Query = <R = Record<string, unknown>>(text: string, params?: unknown
 
 export interface RawDb {
   query: Query;
+  /**
+   * One statement prepared once per connection under `name` (PostgreSQL plans it once per
+   * connection; PGlite runs it as a plain query), sent on its own: it commits by itself.
+   */
+  prepared<R = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<R[]>;
   /** One transaction: BEGIN … COMMIT on one connection (ROLLBACK on error). */
   tx<T>(work: (query: Query) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -20,6 +25,7 @@ export async function openRaw(target: RawTarget, connections: number): Promise<R
     const query: Query = async (text, params) => (await pool.query(text, params)).rows;
     return {
       query,
+      prepared: async (name, text, params) => (await pool.query({ name, text, values: params })).rows,
       async tx(work) {
         const client = await pool.connect();
         try {
@@ -38,8 +44,10 @@ export async function openRaw(target: RawTarget, connections: number): Promise<R
     };
   }
   const db = await PGlite.create(target.dataDir);
+  const query: Query = async (text, params) => (await db.query(text, params)).rows as never;
   return {
-    query: async (text, params) => (await db.query(text, params)).rows as never,
+    query,
+    prepared: (_name, text, params) => query(text, params),
     tx: (work) => db.transaction((trx) => work(async (text, params) => (await trx.query(text, params)).rows as never)),
     close: () => db.close(),
   };

@@ -1,6 +1,8 @@
 // One row of the result table, and the table itself (terminal and docs/performance.md).
 export interface Figures {
   cpuMsPerRequest?: number | undefined;
+  /** The load generator's CPU over the measured seconds, in cores (1 = one core busy throughout). */
+  generatorCoreShare?: number | undefined;
   rps?: number;
   p50?: number;
   p99?: number;

@@ -8,12 +8,14 @@ import type { Ctx } from './context.ts';
 export interface Round {
   cpuMs?: number | undefined; ok: number; seconds: number; p50: number; p99: number; non2xx: number; errors: number; codes: Record<string, number>; next: number;
   firstError?: string | undefined;
+  /** The load generator's own CPU over the round, when it reports it. */
+  generatorCpuMs?: number | undefined;
 }
 export type Side = (seconds: number, warmupSeconds: number, start: number) => Promise<Round>;
 
 export const fromLoadRound = (r: LoadResult): Round => ({
   ok: r.ok, seconds: r.seconds, p50: r.latencyMs.p50, p99: r.latencyMs.p99, non2xx: r.non2xx, errors: r.errors, codes: r.statusCodes, next: r.next,
-  firstError: r.firstFailure,
+  firstError: r.firstFailure, generatorCpuMs: r.generatorCpuMs,
 });
 export const fromLoopRound = (r: LoopResult): Round => ({
   ok: r.ok, seconds: r.seconds, p50: r.latencyMs.p50, p99: r.latencyMs.p99, non2xx: 0, errors: r.failed, codes: {}, next: r.next,
@@ -31,9 +33,11 @@ function combine(rounds: Round[]): Figures & { next: number } {
   const seconds = rounds.reduce((a, r) => a + r.seconds, 0);
   const cpu = rounds.every((r) => r.cpuMs !== undefined) ? rounds.reduce((a, r) => a + r.cpuMs!, 0) : undefined;
   const ok = rounds.reduce((a, r) => a + r.ok, 0);
+  const generator = rounds.every((r) => r.generatorCpuMs !== undefined) ? rounds.reduce((a, r) => a + r.generatorCpuMs!, 0) : undefined;
   return {
     rps: ok / seconds,
     cpuMsPerRequest: cpu === undefined || ok === 0 ? undefined : cpu / ok,
+    generatorCoreShare: generator === undefined ? undefined : generator / (seconds * 1000),
     p50: median(rounds.map((r) => r.p50)),
     p99: median(rounds.map((r) => r.p99)),
     non2xx: rounds.reduce((a, r) => a + r.non2xx, 0),
