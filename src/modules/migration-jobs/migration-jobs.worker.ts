@@ -31,6 +31,14 @@ export const WINDOW_QUEUE = 'migration_window';
 /** Record jobs that failed for good outside the pipeline (the store gone for all their retries). */
 export const RECORD_DEAD_QUEUE = 'migration_record_dead';
 
+/**
+ * A dispatcher's look takes well under a second; one held by an instance that died is given to
+ * another after this long (sent with every dispatch job: the queue's own default is what the first
+ * instance set). A look that did run this long and is looked at again does no harm: a look is one
+ * transaction, holding the job's row.
+ */
+const DISPATCH_EXPIRY = { expireInSeconds: 60 };
+
 /** The keys a record may have (D11); any other is unknown_field at upload. */
 export const RECORD_KEYS = ['account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
 
@@ -53,7 +61,7 @@ export type JobsWorkerConfig = Pick<Config, 'processConcurrencyLimit' | 'jobRetr
   | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'jobDispatchWindow' | 'jobChunkRecords' | 'workerConcurrency'>;
 
 export async function defineMigrationQueues(queue: JobQueue, config: JobsWorkerConfig): Promise<void> {
-  await queue.define(DISPATCH_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, expireInSeconds: 900 });
+  await queue.define(DISPATCH_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, ...DISPATCH_EXPIRY });
   await queue.define(WINDOW_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, expireInSeconds: 300 });
   await queue.define(RECORD_DEAD_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: false, expireInSeconds: 300 });
   await queue.define(RECORD_QUEUE, recordPolicy(config));
@@ -72,7 +80,7 @@ export async function requestDispatch(
   queue: JobQueue, trx: Transaction<Database>, job: Pick<repo.JobRow, 'id' | 'not_before' | 'not_after'>,
 ): Promise<void> {
   const startAfter = job.not_before && job.not_before.getTime() > Date.now() ? job.not_before : undefined;
-  await queue.send(DISPATCH_QUEUE, { job_id: job.id }, { trx, startAfter });
+  await queue.send(DISPATCH_QUEUE, { job_id: job.id }, { trx, startAfter, ...DISPATCH_EXPIRY });
   if (job.not_after) await queue.send(WINDOW_QUEUE, { job_id: job.id }, { trx, startAfter: job.not_after });
 }
 
@@ -130,7 +138,7 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
     const more = await repo.hasUnsent(trx, jobId);
     if (more) {
       const after = nextLookAfterMs(lines.length > 0, allowance.nextTokenMs);
-      await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { trx, startAfter: new Date(Date.now() + after) });
+      await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { trx, startAfter: new Date(Date.now() + after), ...DISPATCH_EXPIRY });
     }
     return more;
   });
@@ -139,7 +147,7 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
   // ended: a record that saw others pending does not look for the job's end (finishRecord), and
   // those others may have been cancelled, or finished beside it, without it seeing; this ends such a job.
   if (!(await finishIfDone(store, jobId))) {
-    await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: new Date(Date.now() + RECHECK_FULL_AFTER_MS) });
+    await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: new Date(Date.now() + RECHECK_FULL_AFTER_MS), ...DISPATCH_EXPIRY });
   }
 }
 
