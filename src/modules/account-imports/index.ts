@@ -2,8 +2,8 @@
 // single-handle one a rehearsal uses), the create, the account tree's rows (read back by reconciliation
 // and drift), the set create of a migration job's new accounts, the advisory locks held (the stats read
 // them; pg_locks is read in one place), the routes; for the tests, the advisory lock keys a create takes
-// (held by hand), the account tree's direct write and the lists' stream chunk size.
-export { EXAMPLE_SERVICE_ACCOUNT_NUMBER } from './account-imports.examples.ts';
+// (held by hand), the account tree's direct write, the lists' stream chunk size and the OpenAPI examples.
+export { ALREADY_IMPORTED, EXAMPLE_SERVICE_ACCOUNT_NUMBER, STAGED } from './account-imports.examples.ts';
 export { accountImportsRoutes } from './account-imports.routes.ts';
 export { findStagedNumbers, findTeamId } from './account-imports.repository.ts';
 export { STREAM_CHUNK_ROWS } from './account-lists.service.ts';
