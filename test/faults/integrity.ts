@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-// eslint-disable-next-line no-restricted-imports -- the advisory lock keys a create takes, held here by hand; not on account-imports' surface, which is being rebuilt on another branch
-import { SLOT_LOCK_SPACE } from '../../src/modules/account-imports/import-locks.repository.ts';
+import { SLOT_LOCK_SPACE } from '../../src/modules/account-imports/index.ts';
 import { loadConfig } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-// eslint-disable-next-line no-restricted-imports -- the lists' stream chunk size; not on account-imports' surface, which is being rebuilt on another branch
-import { STREAM_CHUNK_ROWS } from '../../src/modules/account-imports/account-lists.service.ts';
+import { STREAM_CHUNK_ROWS } from '../../src/modules/account-imports/index.ts';
 import { processAccount, stage, supplierIdOf } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 

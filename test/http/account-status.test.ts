@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-// eslint-disable-next-line no-restricted-imports -- the advisory lock keys a create takes, held here by hand; not on account-imports' surface, which is being rebuilt on another branch
-import { accountLockKey } from '../../src/modules/account-imports/import-locks.repository.ts';
+import { accountLockKey } from '../../src/modules/account-imports/index.ts';
 import * as admin from '../../src/modules/admin/index.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { PG_ONLY, pgSession, processAccount, stage, waitUntil } from '../support/imports.ts';

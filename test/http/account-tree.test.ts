@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-// eslint-disable-next-line no-restricted-imports -- writes an account tree directly; not on account-imports' surface, which is being rebuilt on another branch
-import { insertAccountWithTree, type AccountTreeRows } from '../../src/modules/account-imports/account-tree.repository.ts';
+import { insertAccountWithTree, type AccountTreeRows } from '../../src/modules/account-imports/index.ts';
 import { newAccountRow } from '../support/accounts.ts';
 import { buildTestApp, createTenant } from '../support/test-app.ts';
 

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-// eslint-disable-next-line no-restricted-imports -- the advisory lock keys a create takes, held here by hand; not on account-imports' surface, which is being rebuilt on another branch
-import { SLOT_LOCK_SPACE } from '../../src/modules/account-imports/import-locks.repository.ts';
+import { SLOT_LOCK_SPACE } from '../../src/modules/account-imports/index.ts';
 import { isolatedDatabaseUrl, PG_ONLY, pgSession, PROCESS_URL, processAccount, stage, waitUntil } from '../support/imports.ts';
 import { request, startServer } from '../support/server-process.ts';
 import { buildTestApp, createTenant, type TestApp } from '../support/test-app.ts';

@@ -7,8 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { BrowserContext, Page } from 'playwright-core';
-// eslint-disable-next-line no-restricted-imports -- the advisory lock keys a create takes, held here by hand; not on account-imports' surface, which is being rebuilt on another branch
-import { accountLockKey } from '../../src/modules/account-imports/import-locks.repository.ts';
+import { accountLockKey } from '../../src/modules/account-imports/index.ts';
 import { DASHBOARD_CSP } from '../../src/http/dashboard.ts';
 import { DOCS_CSP } from '../../src/http/openapi.ts';
 import { launchBrowser, watchProblems, type Browser } from '../support/browser.ts';

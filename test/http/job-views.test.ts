@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-// eslint-disable-next-line no-restricted-imports -- the chart bucket rule checked alone; not on migration-jobs' surface, which is being rebuilt on another branch
-import { bucketSecondsFor } from '../../src/modules/migration-jobs/job-views.service.ts';
+import { bucketSecondsFor } from '../../src/modules/migration-jobs/index.ts';
 import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';

@@ -3,8 +3,7 @@ import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/index.ts';
-// eslint-disable-next-line no-restricted-imports -- the dispatcher's queue name; not on migration-jobs' surface, which is being rebuilt on another branch
-import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/migration-jobs.worker.ts';
+import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/index.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { twoLooks, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';

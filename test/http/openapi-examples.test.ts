@@ -3,15 +3,12 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { API_TITLE } from '../../src/http/openapi.ts';
 import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from '../../src/modules/account-data/index.ts';
-// eslint-disable-next-line no-restricted-imports -- OpenAPI examples checked against the API; not on account-imports' surface, which is being rebuilt on another branch
-import { ALREADY_IMPORTED, EXAMPLE_SERVICE_ACCOUNT_NUMBER, STAGED } from '../../src/modules/account-imports/account-imports.examples.ts';
+import { ALREADY_IMPORTED, EXAMPLE_SERVICE_ACCOUNT_NUMBER, STAGED } from '../../src/modules/account-imports/index.ts';
 import * as admin from '../../src/modules/admin/index.ts';
 import { seedDemo } from '../../src/modules/admin/index.ts';
-// eslint-disable-next-line no-restricted-imports -- OpenAPI examples checked against the API; not on statements' surface, which is being rebuilt on another branch
-import { IMPORT_STATEMENTS } from '../../src/modules/statements/statements.examples.ts';
+import { IMPORT_STATEMENTS } from '../../src/modules/statements/index.ts';
 import { EXAMPLE_VENDOR, IMPORT_PAYMENT_INSTRUCTION } from '../../src/modules/payment-instructions/index.ts';
-// eslint-disable-next-line no-restricted-imports -- OpenAPI examples checked against the API; not on transactions' surface, which is being rebuilt on another branch
-import { TRANSACTION_RESULTS } from '../../src/modules/transactions/transactions.examples.ts';
+import { TRANSACTION_RESULTS } from '../../src/modules/transactions/index.ts';
 import { ENDPOINT, UPDATED_ENDPOINT } from '../../src/modules/webhooks/index.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { buildTestApp, call } from '../support/test-app.ts';

@@ -5,8 +5,7 @@ import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { ResumableSha256 } from '../../src/core/resumable-sha256.ts';
-// eslint-disable-next-line no-restricted-imports -- the NDJSON line splitter checked alone; not on migration-jobs' surface, which is being rebuilt on another branch
-import { ndjsonLines } from '../../src/modules/migration-jobs/ndjson-lines.ts';
+import { ndjsonLines } from '../../src/modules/migration-jobs/index.ts';
 import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { MAX_PER_CONNECTION, SERVER_PREPARED } from '../../src/db/server-prepared.ts';
-// eslint-disable-next-line no-restricted-imports -- writes an account tree directly; not on account-imports' surface, which is being rebuilt on another branch
-import { insertAccountWithTree, type AccountTreeRows } from '../../src/modules/account-imports/account-tree.repository.ts';
+import { insertAccountWithTree, type AccountTreeRows } from '../../src/modules/account-imports/index.ts';
 import { newAccountRow } from '../support/accounts.ts';
 import { PG_ONLY } from '../support/imports.ts';
 import { buildTestApp, createTenant } from '../support/test-app.ts';

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { skipAccount } from '../../src/modules/admin/index.ts';
-// eslint-disable-next-line no-restricted-imports -- the advisory lock keys a create takes, held here by hand; not on account-imports' surface, which is being rebuilt on another branch
-import { accountLockKey } from '../../src/modules/account-imports/import-locks.repository.ts';
+import { accountLockKey } from '../../src/modules/account-imports/index.ts';
 import { processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { buildApp } from '../../src/app.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';

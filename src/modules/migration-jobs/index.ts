@@ -1,11 +1,14 @@
 // The migration jobs module's surface: its queues and workers (workers.ts), the routes, and what the
-// stats and the dashboard read of a job (its view, its states, the record outcomes).
+// stats and the dashboard read of a job (its view, its states, the record outcomes); for the tests, the
+// dispatcher's queue name, the chart bucket rule and the NDJSON line splitter, each checked alone.
 export { SQL_FINISHED_JOB_STATES } from './job-states.ts';
 export { JOB } from './migration-jobs.examples.ts';
 export { findJob } from './migration-jobs.repository.ts';
 export { migrationJobsRoutes } from './migration-jobs.routes.ts';
 export { Job, RECORD_OUTCOMES, type RecordOutcome } from './migration-jobs.schemas.ts';
 export { jobView } from './migration-jobs.service.ts';
-export { defineMigrationQueues, startMigrationWorkers } from './migration-jobs.worker.ts';
+export { defineMigrationQueues, DISPATCH_QUEUE, startMigrationWorkers } from './migration-jobs.worker.ts';
 export { jobViewsRoutes } from './job-views.routes.ts';
+export { bucketSecondsFor } from './job-views.service.ts';
+export { ndjsonLines } from './ndjson-lines.ts';
 export { reconciliationRoutes } from './reconciliation.routes.ts';
