@@ -10,7 +10,7 @@ import {
 import type { AccountView } from './account-read.schemas.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import { documentLocation } from './document-location.ts';
-import { accountNotFound } from './imported-account.ts';
+import { accountNotFound } from '../imported-accounts/index.ts';
 
 /**
  * The created account as the supplier can check it. An unknown or another organisation's supplier,

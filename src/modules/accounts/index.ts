@@ -1,5 +1,3 @@
-// The accounts module's surface: an imported account found (or locked) by supplier and external
-// number, for the history imports; drift against the account imported before; the routes.
+// The accounts module's surface: drift against the account imported before; the account read's routes.
 export { findAccountDrift } from './account-drift.ts';
 export { accountsRoutes } from './accounts.routes.ts';
-export { findImportedAccount, lockImportedAccount } from './imported-account.ts';

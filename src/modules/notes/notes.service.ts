@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import type { Note } from '../account-data/index.ts';
-import { lockImportedAccount } from '../accounts/index.ts';
+import { lockImportedAccount } from '../imported-accounts/index.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { Events } from '../events/index.ts';

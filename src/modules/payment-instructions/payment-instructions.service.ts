@@ -3,7 +3,7 @@ import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError } from '../../core/errors.ts';
 import { conflictError, differences } from '../../core/conflicts.ts';
-import { findImportedAccount } from '../accounts/index.ts';
+import { findImportedAccount } from '../imported-accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { Events } from '../events/index.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';

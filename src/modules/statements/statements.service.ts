@@ -4,7 +4,7 @@ import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { conflictError, differences } from '../../core/conflicts.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { lockImportedAccount } from '../accounts/index.ts';
+import { lockImportedAccount } from '../imported-accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { Events } from '../events/index.ts';
 import { decimalString } from '../../schemas/money.ts';
