@@ -67,12 +67,19 @@ export async function readUnderAccountLock(
  * import's event (recordEventsWith).
  */
 export function transactionsInsert(accountId: number, rows: NewTransactionValues[]): RawBuilder<TransactionRow> {
-  return transactionsInsertMany(rows.map((row) => ({ account_id: accountId, ...row })));
+  return insertMany(rows.map((row) => ({ account_id: accountId, ...row })), TRANSACTION_COLUMNS);
 }
 
-/** transactionsInsert for the rows of many accounts (a migration job's set of new accounts), each row naming its account. */
-export function transactionsInsertMany(rows: Array<NewTransactionValues & { account_id: number }>): RawBuilder<TransactionRow> {
-  return sql<TransactionRow>`
+/**
+ * transactionsInsert for the rows of many accounts (a migration job's set of new accounts), each row
+ * naming its account; answering only each written row's id, as such a writer needs only their count.
+ */
+export function transactionsInsertMany(rows: Array<NewTransactionValues & { account_id: number }>): RawBuilder<{ id: number }> {
+  return insertMany(rows, sql`id`);
+}
+
+function insertMany<Row>(rows: Array<NewTransactionValues & { account_id: number }>, returning: RawBuilder<unknown>): RawBuilder<Row> {
+  return sql<Row>`
     INSERT INTO transactions (account_id, transaction_id, transaction_date, original_date, amount, type, reason,
       display_note, note, reference, payment_type, product_code, line_items, tax_items, description)
     SELECT x.account_id, x.transaction_id, x.transaction_date, x.original_date, x.amount, x.type, x.reason,
@@ -81,7 +88,7 @@ export function transactionsInsertMany(rows: Array<NewTransactionValues & { acco
       original_date date, amount numeric, type text, reason text, display_note text, note text, reference text,
       payment_type text, product_code text, line_items jsonb, tax_items jsonb, description text)
     ON CONFLICT (account_id, transaction_id) DO NOTHING
-    RETURNING ${TRANSACTION_COLUMNS}`;
+    RETURNING ${returning}`;
 }
 
 /** A transaction to insert: its values as the columns take them, jsonb fields as values (not text). */
