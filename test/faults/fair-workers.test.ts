@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import * as admin from '../../src/modules/admin/index.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { waitUntil } from '../support/imports.ts';
+import { JOBS, startJob as startJobOf } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -12,20 +13,8 @@ import { buildTestApp, call, createTenant, unique, type Tenant } from '../suppor
 const WORKERS = 8;
 const t = await buildTestApp({ WORKER_CONCURRENCY: String(WORKERS), JOB_RETRY_LIMIT: '0' });
 const vendor = await startFakeVendor();
-const JOBS = '/v1/data-import/migration-jobs/';
 
-async function startJob(tenant: Tenant, records: object[]): Promise<string> {
-  const created = await call(t.app, 'POST', JOBS, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
-  assert.equal(created.status, 201, created.body);
-  const id = created.json.id as string;
-  const res = await t.app.inject({
-    method: 'POST', url: `${JOBS}${id}/records/`, payload: records.map((r) => JSON.stringify(r)).join('\n'),
-    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' },
-  });
-  assert.equal(res.statusCode, 200, res.body);
-  assert.equal((await call(t.app, 'POST', `${JOBS}${id}/start/`, { token: tenant.token })).status, 200);
-  return id;
-}
+const startJob = (tenant: Tenant, records: object[]) => startJobOf(t, tenant, records);
 
 const jobOf = async (tenant: Tenant, id: string) => (await call(t.app, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json;
 

@@ -8,6 +8,7 @@ import { eventsOf } from '../support/events.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 import { stageAndCreate, waitUntil } from '../support/imports.ts';
+import { runJobToEnd } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -17,25 +18,9 @@ import { buildTestApp, call, createTenant, unique, type Tenant } from '../suppor
 const t = await buildTestApp({ WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
 const db = t.store.db;
 const vendor = await startFakeVendor();
-const BASE = '/v1/data-import/migration-jobs/';
 const MAX = 999_999_999_999.99;
 
-async function runJob(tenant: Tenant, lines: object[], dryRun: boolean) {
-  const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: dryRun } });
-  assert.equal(created.status, 201, created.body);
-  const id = created.json.id as string;
-  const res = await t.app.inject({
-    method: 'POST', url: `${BASE}${id}/records/`, payload: lines.map((l) => JSON.stringify(l)).join('\n'),
-    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' },
-  });
-  assert.equal(res.statusCode, 200, res.body);
-  assert.equal((await call(t.app, 'POST', `${BASE}${id}/start/`, { token: tenant.token })).status, 200);
-  await waitUntil(async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.state === 'completed', `job ${id} completes`, 60_000);
-  const results = await t.app.inject({ method: 'GET', url: `${BASE}${id}/records/`, headers: { authorization: `Token ${tenant.token}` } });
-  return results.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as {
-    line: number; outcome: string; step: string | null; created: boolean | null; errors: Array<{ code: string; attr: string; detail: string }>;
-  });
-}
+const runJob = async (tenant: Tenant, lines: object[], dryRun: boolean) => (await runJobToEnd(t, tenant, lines, { dryRun })).lines;
 
 /** Each line's verdict: outcome, step and its errors' codes at their attrs. */
 const verdicts = (lines: Awaited<ReturnType<typeof runJob>>) =>

@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import type { AccountData } from '../../src/modules/account-data/index.ts';
 import { PG_ONLY, PROCESS_URL, STAGE_URL, pgSession, stageAndCreate, waitUntil } from '../support/imports.ts';
+import { runJobToEnd } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 
@@ -16,24 +17,8 @@ const workerLogger = { info() {}, warn(obj: object, msg: string) { logged.push({
 // Two workers: a look of 12 records sends two chunks of 6.
 const t = await buildTestApp({ WORKER_CONCURRENCY: '2', JOB_RETRY_LIMIT: '1', JOB_RETRY_DELAY_SECONDS: '0' }, { workerLogger });
 const db = t.store.db;
-const BASE = '/v1/data-import/migration-jobs/';
 
-interface Line { line: number; outcome: string; step: string | null; created: boolean | null; errors: Array<{ code: string; attr: string }> }
-
-async function runJob(tenant: Tenant, lines: object[]): Promise<{ id: string; lines: Line[] }> {
-  const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
-  assert.equal(created.status, 201, created.body);
-  const id = created.json.id as string;
-  const res = await t.app.inject({
-    method: 'POST', url: `${BASE}${id}/records/`, payload: lines.map((l) => JSON.stringify(l)).join('\n'),
-    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' },
-  });
-  assert.equal(res.statusCode, 200, res.body);
-  assert.equal((await call(t.app, 'POST', `${BASE}${id}/start/`, { token: tenant.token })).status, 200);
-  await waitUntil(async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.state === 'completed', `job ${id} completes`, 60_000);
-  const results = await t.app.inject({ method: 'GET', url: `${BASE}${id}/records/`, headers: { authorization: `Token ${tenant.token}` } });
-  return { id, lines: results.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line) };
-}
+const runJob = (tenant: Tenant, lines: object[]) => runJobToEnd(t, tenant, lines);
 
 /** A full record: the account, two statements, four transactions after them, two notes. */
 function fullRecord(tenant: Tenant, n: number): { account: AccountData; statements: object[]; transactions: object[]; notes: object[] } {

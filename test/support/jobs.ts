@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { waitUntil } from './imports.ts';
+import { call, type Tenant, type TestApp } from './test-app.ts';
+
+// A migration job over HTTP, as a client runs one: created, its records uploaded as NDJSON, started,
+// and (runJobToEnd) followed to its end and its results read back.
+export const JOBS = '/v1/data-import/migration-jobs/';
+
+/** A record's result as GET …/records/ answers it. */
+export interface RecordResult {
+  line: number; outcome: string; step: string | null; created: boolean | null;
+  errors: Array<{ code: string; attr: string; detail: string }>;
+}
+
+/** Creates, uploads and starts a job of `records`; answers its id. */
+export async function startJob(t: TestApp, tenant: Tenant, records: object[], options: { dryRun?: boolean } = {}): Promise<string> {
+  const body = { import_supplier: tenant.supplier, operations_team_name: tenant.team, ...(options.dryRun ? { dry_run: true } : {}) };
+  const created = await call(t.app, 'POST', JOBS, { token: tenant.token, body });
+  assert.equal(created.status, 201, created.body);
+  const id = created.json.id as string;
+  const res = await t.app.inject({
+    method: 'POST', url: `${JOBS}${id}/records/`, payload: records.map((r) => JSON.stringify(r)).join('\n'),
+    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' },
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  assert.equal((await call(t.app, 'POST', `${JOBS}${id}/start/`, { token: tenant.token })).status, 200);
+  return id;
+}
+
+/** startJob, then waits for the job to complete and answers its id and its records' results in line order. */
+export async function runJobToEnd(t: TestApp, tenant: Tenant, records: object[], options: { dryRun?: boolean } = {}): Promise<{ id: string; lines: RecordResult[] }> {
+  const id = await startJob(t, tenant, records, options);
+  await waitUntil(async () => (await call(t.app, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json.state === 'completed', `job ${id} completes`, 60_000);
+  const results = await t.app.inject({ method: 'GET', url: `${JOBS}${id}/records/`, headers: { authorization: `Token ${tenant.token}` } });
+  return { id, lines: results.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as RecordResult) };
+}
