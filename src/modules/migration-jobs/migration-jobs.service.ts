@@ -19,14 +19,15 @@ import {
 import { ndjsonLines, UploadLimitExceeded, type Line } from './ndjson-lines.ts';
 import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
-import { recordJobEnded, requestDispatch } from './migration-jobs.worker.ts';
+import { recordJobEnded } from './job-events.ts';
+import { requestDispatch } from './job-queues.ts';
 import { parseLine } from './record-line.ts';
 import { isActive, isFinished } from './job-states.ts';
 import { recordFailedEvent } from './record-failed-event.ts';
 import type { Events } from '../events/index.ts';
 
 // Migration jobs (D11): create, upload, start, cancel, retry, read. The records themselves are run by
-// the queue workers (migration-jobs.worker.ts, record-pipeline.ts).
+// the queue workers (migration-jobs.worker.ts, record-chunk.ts, record-pipeline.ts).
 
 type Db = Kysely<Database>;
 

@@ -2,7 +2,6 @@ import { INEXACT_NUMBER_DETAIL, inexactNumbersOf, recordInexactNumbers } from '.
 import { findUnstorableText, recordStorableText } from '../../core/unstorable-text.ts';
 import { ExternalAccountNumber } from '../../schemas/identifiers.ts';
 import type { RecordError } from './migration-jobs.schemas.ts';
-import { RECORD_KEYS } from './migration-jobs.worker.ts';
 import type { Line } from './ndjson-lines.ts';
 
 // One uploaded line read into a record, or into the errors that make it a failed record at step
@@ -16,6 +15,9 @@ import type { Line } from './ndjson-lines.ts';
  * what the store or a recursive walk could not take.
  */
 export const MAX_RECORD_DEPTH = 64;
+
+/** The keys a record may have; any other is unknown_field at upload. */
+export const RECORD_KEYS = ['account', 'statements', 'transactions', 'notes', 'payment_instruction'] as const;
 
 /** An electricity supply point the record's account names: its identifier and where it is in the record. */
 export interface NamedPoint { identifier: string; attr: string }
