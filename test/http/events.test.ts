@@ -220,8 +220,8 @@ describe('GET events/: order, paging, validation, tenancy', () => {
       await slow.query('BEGIN');
       await slow.query(`INSERT INTO events (supplier_id, type, external_account_number, data) VALUES ($1, 'import_process.staged', 'EXT-SLOW', '{"first_staging":true}')`, [supplierId]);
       const fast = await stage(t, tenant, accountPayload(tenant.supplier));
-      // The fast staging has committed, yet the feed holds it back while the older transaction runs.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The fast staging has committed (its answer came after its commit), yet the feed holds it back
+      // while the older transaction runs.
       assert.deepEqual((await feed(t, tenant)).json, []);
       await slow.query('COMMIT');
       const events = await eventsOf(t, tenant, 2);
