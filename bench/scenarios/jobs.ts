@@ -81,7 +81,9 @@ export async function migrationJob(ctx: Ctx): Promise<void> {
       await api(ctx, 'POST', `${JOBS}${id}/cancel/`);
       break;
     }
-    await sleep(500);
+    // A job's view counts its records; on PGlite (one session) a look at 100,000 of them holds the
+    // workers back for about a second, so a big job is looked at less often.
+    await sleep(Math.max(500, records / 20));
     job = (await api<JobView>(ctx, 'GET', `${JOBS}${id}/`)).json;
     if (Date.now() - lastLog > 15_000) {
       lastLog = Date.now();
