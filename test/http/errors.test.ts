@@ -31,6 +31,34 @@ const post = (payload: string, headers: Record<string, string> = {}, app = t.app
   headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/json', ...headers },
 });
 
+// Every app is built before the first describe: a top-level await between describes lets the file's
+// root test end (and its after hooks close the apps) before the describes after it are registered.
+// A third app whose store refuses every connection, and whose /graphql meets a lost store before its handler.
+const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+const unreachableDb = new Kysely<Database>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => ({
+      init: async () => {},
+      acquireConnection: async () => { throw refused(); },
+      beginTransaction: async () => {},
+      commitTransaction: async () => {},
+      rollbackTransaction: async () => {},
+      releaseConnection: async () => {},
+      destroy: async () => {},
+    }),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
+const lost = await buildApp({
+  config: t.config, store: { ...t.store, db: unreachableDb }, tokens: t.tokens, queue: t.queue,
+});
+lost.addHook('onRequest', async (request) => {
+  if (request.url === '/graphql') throw refused();
+});
+after(() => lost.close());
+
 describe('routing errors', () => {
   test('an unknown path is 404 not_found; under /v1 only with a token (401 without)', async () => {
     const outside = await call(t.app, 'GET', '/no-such-thing/');
@@ -123,32 +151,6 @@ describe('validation (strict schema)', () => {
     assert.deepEqual(long.json().errors, [{ detail: 'Ensure this field has no more than 64 characters.', code: 'max_length', attr: 'import_supplier' }]);
   });
 });
-
-// A third app whose store refuses every connection, and whose /graphql meets a lost store before its handler.
-const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-const unreachableDb = new Kysely<Database>({
-  dialect: {
-    createAdapter: () => new PostgresAdapter(),
-    createDriver: () => ({
-      init: async () => {},
-      acquireConnection: async () => { throw refused(); },
-      beginTransaction: async () => {},
-      commitTransaction: async () => {},
-      rollbackTransaction: async () => {},
-      releaseConnection: async () => {},
-      destroy: async () => {},
-    }),
-    createIntrospector: (db) => new PostgresIntrospector(db),
-    createQueryCompiler: () => new PostgresQueryCompiler(),
-  },
-});
-const lost = await buildApp({
-  config: t.config, store: { ...t.store, db: unreachableDb }, tokens: t.tokens, queue: t.queue,
-});
-lost.addHook('onRequest', async (request) => {
-  if (request.url === '/graphql') throw refused();
-});
-after(() => lost.close());
 
 describe('one error mapper for every answer', () => {
   test('/readyz with the store unreachable: 503 service_unavailable in the D4 shape', async () => {
