@@ -343,15 +343,15 @@ export async function finishRecord(db: Db, jobId: string, line: number, result: 
 }
 
 /**
- * Records of a set that each created their account and imported their history, succeeded in one
- * statement (in the transaction that wrote them all, so the outcome commits with the account).
+ * Records of a set, succeeded in one statement: with the account each created (in the transaction
+ * that wrote them all, so the outcome commits with the account), or, in a pre-flight, with none.
  */
-export async function finishSucceeded(trx: Transaction<Database>, jobId: string, records: Array<{ line: number; serviceAccountNumber: string }>): Promise<void> {
+export async function finishSucceeded(db: Db, jobId: string, records: Array<{ line: number; serviceAccountNumber: string | null }>): Promise<void> {
   if (records.length === 0) return;
-  await sql`UPDATE migration_job_records r SET outcome = 'succeeded', step = NULL, created = true, service_account_number = x.n,
+  await sql`UPDATE migration_job_records r SET outcome = 'succeeded', step = NULL, created = x.n IS NOT NULL, service_account_number = x.n,
       errors = '[]', warnings = '[]', finished_at = now()
     FROM jsonb_to_recordset(${JSON.stringify(records.map((r) => ({ l: r.line, n: r.serviceAccountNumber })))}::jsonb) AS x(l int, n text)
-    WHERE r.job_id = ${jobId}::uuid AND r.line = x.l AND r.outcome = 'running'`.execute(trx);
+    WHERE r.job_id = ${jobId}::uuid AND r.line = x.l AND r.outcome = 'running'`.execute(db);
 }
 
 /**

@@ -148,11 +148,8 @@ async function runRecordJob(
     // record jobs of one line each, in one transaction with their hand-back: they run one at a time
     // on any worker, each with its own time limit and retries, as every record did before chunks.
     const { succeeded, rest } = await runChunk(deps, job, records);
-    if (job.dry_run) {
-      for (const record of succeeded) {
-        await repo.finishRecord(db, job.id, record.line, { outcome: 'succeeded', step: null, created: false, serviceAccountNumber: null, errors: [], warnings: [] });
-      }
-    }
+    // A pre-flight's records that passed are succeeded here, creating nothing (a real run's were in the set's own transaction).
+    if (job.dry_run) await repo.finishSucceeded(db, job.id, succeeded.map((r) => ({ line: r.line, serviceAccountNumber: null })));
     if (rest.length > 0) {
       await db.transaction().execute(async (trx) => {
         await repo.handBack(trx, job.id, rest.map((r) => r.line));
