@@ -6,10 +6,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openStore } from '../src/db/store.ts';
-import { createTokenService } from '../src/modules/auth/token.service.ts';
-import { storeDirectory } from '../src/core/directory.ts';
-import { systemClock } from '../src/core/clock.ts';
-import { openQueue } from '../src/workers.ts';
+import { composeModules } from '../src/composition.ts';
 
 // npm run gen:client: the OpenAPI document as the app serves it, and the TypeScript types the
 // import-migrate client is built on (openapi-fetch over src/client/api-types.ts). Both files are
@@ -29,16 +26,15 @@ async function serveDocument(): Promise<Record<string, unknown>> {
   const store = await openStore({ databaseUrl: undefined, dataDir: 'memory://' });
   try {
     await migrate(store);
-    const tokens = await createTokenService({ db: store.db, directory: storeDirectory(store.db), clock: systemClock }, config);
-    const queue = await openQueue(store, quiet, config);
+    const modules = await composeModules({ config, store, logger: quiet });
     try {
-      const app = await buildApp({ config, store, tokens, queue });
+      const app = await buildApp({ modules });
       await app.ready();
       const document = structuredClone(app.swagger()) as Record<string, unknown>;
       await app.close();
       return document;
     } finally {
-      await queue.stop(1000);
+      await modules.stop(1000);
     }
   } finally {
     await store.close();

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { sql } from 'kysely';
 import type { Config } from './config.ts';
-import type { Store } from './db/store.ts';
 import { graphqlRoutes } from './graphql/graphql.routes.ts';
 import { authenticate, authGuard, isGuardedPath } from './http/auth.ts';
 import { registerBodyReading } from './http/body-encoding.ts';
@@ -10,21 +9,16 @@ import { handleClientError, handleFrameworkError, registerErrorHandling, ROUTER_
 import { RequestLog } from './http/request-log.ts';
 import { registerShutdownAnswers, sendDraining, type Readiness } from './http/shutdown.ts';
 import { AppError } from './core/errors.ts';
-import { systemClock, type Clock } from './core/clock.ts';
 import { trackRoutes } from './http/method-not-allowed.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerDashboard } from './http/dashboard.ts';
 import { registerDomainMetrics } from './http/domain-metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
-import type { RouteDeps } from './http/route-deps.ts';
 import { compileRequestValidator } from './http/validator-compiler.ts';
 import { accountDataRoutes } from './modules/account-data/index.ts';
 import { accountImportsRoutes } from './modules/account-imports/index.ts';
-import { createStagingWriter, type StagingWriter } from './modules/account-imports/index.ts';
 import { accountsRoutes } from './modules/accounts/index.ts';
-import type { TokenService } from './modules/auth/index.ts';
-import type { JobQueue } from './queue/queue.ts';
-import { createEvents, eventsRoutes, type Events } from './modules/events/index.ts';
+import { eventsRoutes } from './modules/events/index.ts';
 import { jobViewsRoutes, migrationJobsRoutes } from './modules/migration-jobs/index.ts';
 import { reconciliationRoutes } from './modules/migration-jobs/index.ts';
 import { notesRoutes } from './modules/notes/index.ts';
@@ -32,34 +26,22 @@ import { paymentInstructionsRoutes } from './modules/payment-instructions/index.
 import { statementsRoutes } from './modules/statements/index.ts';
 import { statsRoutes } from './modules/stats/index.ts';
 import { transactionsRoutes } from './modules/transactions/index.ts';
-import { createWebhookFanout, webhookEndpointsRoutes, type WebhookFanout } from './modules/webhooks/index.ts';
+import { webhookEndpointsRoutes } from './modules/webhooks/index.ts';
+import type { Modules } from './composition.ts';
 
 export interface AppOptions {
-  config: Config;
-  store: Store;
-  tokens: TokenService;
-  /** The job queue (started by the caller): routes enqueue work on it. */
-  queue: JobQueue;
+  /** The process's modules, built once by the composition root (composition.ts) and shared with its workers. */
+  modules: Modules;
+  /** The app's settings, when they differ from the modules' (a test's app with a smaller body limit, say). */
+  config?: Config;
   logger?: FastifyBaseLogger;
   /** Set `draining` on SIGTERM: /readyz then answers 503 (main.ts). */
   readiness?: Readiness;
-  /** The process's clock (main.ts); the system clock without one. */
-  clock?: Clock;
-  /** The process's webhook fan-out, shared with its workers (main.ts); the app makes its own on `queue` without one. */
-  fanout?: WebhookFanout;
-  /**
-   * The process's events, shared with its workers (main.ts); without them the app makes its own, with
-   * the fan-out's trigger, as main.ts does.
-   */
-  events?: Events;
-  /** The process's staging writer, shared with its workers (main.ts); the app makes its own without one. */
-  staging?: StagingWriter;
 }
 
-/** Builds the whole HTTP app over a store. Never listens: main.ts and the tests do that. */
-export async function buildApp({ config, store, tokens, queue, logger, readiness = { draining: false }, clock = systemClock,
-  fanout = createWebhookFanout({ db: store.db, queue, clock }), events = createEvents({ onRecorded: fanout.trigger }),
-  staging = createStagingWriter(store, events) }: AppOptions): Promise<FastifyInstance> {
+/** Builds the whole HTTP app over the process's modules. Never listens: main.ts and the tests do that. */
+export async function buildApp({ modules, config = modules.config, logger, readiness = { draining: false } }: AppOptions): Promise<FastifyInstance> {
+  const { db, tokens } = modules;
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimitBytes,
@@ -112,26 +94,28 @@ export async function buildApp({ config, store, tokens, queue, logger, readiness
 
   await registerOpenApi(app);
 
-  registerDomainMetrics(registerMetrics(app, config.metricsToken), store.db);
+  registerDomainMetrics(registerMetrics(app, config.metricsToken), db);
   registerDashboard(app);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
     if (readiness.draining) return sendDraining(request, reply);
     try {
-      await sql`select 1`.execute(store.db);
+      await sql`select 1`.execute(db);
     } catch {
       throw new AppError('service_unavailable', 'The store is not reachable.');
     }
     return { status: 'ready' };
   });
 
-  const deps: RouteDeps = { db: store.db, config, tokens, queue, staging, events, clock, fanout };
+  // Every plugin is given all the modules; each names in its own options type the parts it uses.
+  const deps: Modules = { ...modules, config };
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));
-    for (const routes of [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes, statementsRoutes,
-      paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, reconciliationRoutes, jobViewsRoutes,
-      statsRoutes, webhookEndpointsRoutes]) {
+    const plugins: FastifyPluginAsync<Modules>[] = [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes,
+      statementsRoutes, paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, reconciliationRoutes,
+      jobViewsRoutes, statsRoutes, webhookEndpointsRoutes];
+    for (const routes of plugins) {
       await v1.register(routes, deps);
     }
   }, { prefix: '/v1/data-import' });

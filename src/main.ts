@@ -9,13 +9,8 @@ import { acquireDataDirLock, DataDirLockedError, type DataDirLock } from './db/d
 import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
 import { demoBanner, demoKeyFileInUse, seedDemo, writeDemoKeyFile } from './modules/admin/index.ts';
-import { createTokenService } from './modules/auth/index.ts';
-import { openDirectory } from './core/directory.ts';
-import { createStagingWriter } from './modules/account-imports/index.ts';
-import { createEvents } from './modules/events/index.ts';
-import { createWebhookFanout } from './modules/webhooks/index.ts';
-import { systemClock } from './core/clock.ts';
-import { openQueue, startWorkers } from './workers.ts';
+import { composeModules } from './composition.ts';
+import { startWorkers } from './workers.ts';
 import { serveAdminSocket, type AdminSocketServer } from './cli/admin-socket.ts';
 
 // config → logger → store → migrate → app → listen; graceful shutdown on SIGTERM/SIGINT.
@@ -50,20 +45,11 @@ async function main(): Promise<void> {
   } else if (config.demoSeed) {
     keyFile = await demoKeyFileInUse(store.db, config.dataDir);
   }
-  // The process's one clock: every module that decides by the time is given it (core/clock.ts).
-  const clock = systemClock;
-  const directory = await openDirectory(store);
-  const tokens = await createTokenService({ db: store.db, directory, clock }, config);
-  const queue = await openQueue(store, logger, config);
+  // Every module built once, on the system clock (composition.ts); the app and the workers share them.
+  const modules = await composeModules({ config, store, logger });
   const readiness: Readiness = { draining: false };
-  // The webhooks' fan-out on the open queue (it holds the process's endpoint lookups); the one writer
-  // of events, with the fan-out's trigger; then one staging writer for the process, so stages from
-  // requests and from job records commit together. The app and the workers share all three.
-  const fanout = createWebhookFanout({ db: store.db, queue, clock });
-  const events = createEvents({ onRecorded: fanout.trigger });
-  const staging = createStagingWriter(store, events);
-  const app = await buildApp({ config, store, tokens, queue, logger, readiness, clock, fanout, events, staging });
-  const workers = await startWorkers({ store, queue, config, logger, clock, fanout, events, staging });
+  const app = await buildApp({ modules, logger, readiness });
+  const workers = await startWorkers(modules, logger);
   // import-admin beside this server: the embedded store serves this process only, so the CLI's
   // commands come here through DATA_DIR/admin.sock and run on this store (docs/operations.md).
   let adminSocket: AdminSocketServer | undefined;
@@ -74,8 +60,8 @@ async function main(): Promise<void> {
       adminSocket = await serveAdminSocket(config.dataDir, {
         db: store.db,
         settle: async () => {
-          fanout.forgetEndpointLookups();
-          await directory.sync();
+          modules.fanout.forgetEndpointLookups();
+          await modules.directory.sync();
         },
       });
       logger.info({ path: adminSocket.path }, 'import-admin socket ready');
@@ -89,8 +75,7 @@ async function main(): Promise<void> {
   // Workers stop taking jobs and finish the ones in hand (a job cut short runs again elsewhere).
   const stop = async () => {
     await Promise.all([app.close(), workers.stop(), adminSocket?.close()]);
-    await queue.stop(config.shutdownTimeoutMs);
-    await directory.close();
+    await modules.stop(config.shutdownTimeoutMs);
     await store.close();
     lock?.release();
   };

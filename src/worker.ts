@@ -3,10 +3,8 @@ import { createLogger } from './logger.ts';
 import { configOrExit, exitWith } from './exit.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore, sessionLimitsOf } from './db/store.ts';
-import { openQueue, startWorkers } from './workers.ts';
-import { createEvents } from './modules/events/index.ts';
-import { createWebhookFanout } from './modules/webhooks/index.ts';
-import { systemClock } from './core/clock.ts';
+import { composeModules } from './composition.ts';
+import { startWorkers } from './workers.ts';
 
 // `npm run worker`: the workers of `npm start` without the HTTP server, for deployments that run
 // them apart. It needs PostgreSQL (the embedded store belongs to one process: the server's).
@@ -18,19 +16,16 @@ async function main(): Promise<void> {
 
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sessionLimits: sessionLimitsOf(config) });
   const applied = await migrate(store);
-  const queue = await openQueue(store, logger, config);
-  // The composition root of the workers-only process: one clock, one fan-out (its trigger in the events).
-  const clock = systemClock;
-  const fanout = createWebhookFanout({ db: store.db, queue, clock });
-  const events = createEvents({ onRecorded: fanout.trigger });
-  const workers = await startWorkers({ store, queue, config, logger, clock, fanout, events });
+  // The same modules as `npm start` builds (composition.ts), without the HTTP app.
+  const modules = await composeModules({ config, store, logger });
+  const workers = await startWorkers(modules, logger);
   logger.info({ store: store.kind, applied, worker_concurrency: config.workerConcurrency }, 'workers started');
 
   closeWithGrace({ delay: config.shutdownTimeoutMs, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
     await workers.stop();
-    await queue.stop(config.shutdownTimeoutMs);
+    await modules.stop(config.shutdownTimeoutMs);
     await store.close();
     logger.info({}, 'workers stopped');
   });

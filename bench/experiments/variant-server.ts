@@ -6,7 +6,7 @@ import { createTokenService } from '../../src/modules/auth/token.service.ts';
 import { storeDirectory } from '../../src/core/directory.ts';
 import { systemClock } from '../../src/core/clock.ts';
 import type { Caller } from '../../src/core/caller.ts';
-import { openQueue } from '../../src/workers.ts';
+import { composeModules } from '../../src/composition.ts';
 
 // An experiment, not the product: the service's own app with one thing changed, to measure what a
 // proposed fix would buy before anyone makes it. VARIANT=auth-cache keeps a verified token's caller
@@ -28,7 +28,7 @@ const tokens = process.env.VARIANT === 'auth-cache'
   }
   : base;
 const logger = pino({ level: config.logLevel });
-const queue = await openQueue(store, logger, config);
-const app = await buildApp({ config, store, tokens, queue, logger });
+const modules = await composeModules({ config, store, logger });
+const app = await buildApp({ modules: { ...modules, tokens }, logger });
 await app.listen({ host: config.host, port: config.port });
 process.on('SIGTERM', () => { void app.close().then(() => store.close()).then(() => process.exit(0)); });

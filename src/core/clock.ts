@@ -1,6 +1,6 @@
 // The time as the service's own decisions see it (a token's expiry, a throttle window, when a webhook
 // retry comes due, how long a cached lookup is trusted, a rotated secret's end). Built once by the
-// composition root (main.ts, worker.ts, the tests' app) and passed to the modules that decide by it,
+// composition root (composition.ts: for main.ts, worker.ts and the tests' app) and passed to the modules that decide by it,
 // so a test sets the time instead of sleeping past it. Times the store writes by itself (a row's
 // `created_at`) stay the store's: they record, they do not decide.
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database, Supplier } from '../db/schema.ts';
 import type { Store } from '../db/store.ts';
+import type { Clock } from './clock.ts';
 
 // The directory: API keys and import suppliers, held in memory by every instance so that a request is
 // authenticated and finds its supplier without a round trip to the store (issue: the revocation check
@@ -48,7 +49,9 @@ interface Entry<V> { value: V; at: number }
 /** The bounds, for tests: how long an entry is trusted, and how many of each kind are held. */
 export interface DirectoryLimits { maxAgeMs?: number; maxEntries?: number }
 
-export async function openDirectory(store: Pick<Store, 'db' | 'listen'>, { maxAgeMs = MAX_AGE_MS, maxEntries = MAX_ENTRIES }: DirectoryLimits = {}): Promise<Directory> {
+/** `clock`: how old an entry is (the process's clock: a test moves it past `maxAgeMs` instead of sleeping). */
+export async function openDirectory(store: Pick<Store, 'db' | 'listen'>, clock: Clock,
+  { maxAgeMs = MAX_AGE_MS, maxEntries = MAX_ENTRIES }: DirectoryLimits = {}): Promise<Directory> {
   const { db } = store;
   const keys = new Map<number, Entry<ActiveKey>>();
   const suppliers = new Map<string, Entry<Supplier>>();
@@ -75,7 +78,7 @@ export async function openDirectory(store: Pick<Store, 'db' | 'listen'>, { maxAg
 
   const stored = storeDirectory(db);
   async function lookup<K, V>(map: Map<K, Entry<V>>, key: K, read: () => Promise<V | undefined>): Promise<V | undefined> {
-    const now = Date.now();
+    const now = clock.nowMs();
     if (live) {
       const hit = map.get(key);
       if (hit && now - hit.at < maxAgeMs) return hit.value;

@@ -6,7 +6,8 @@ import { NullableText, RequiredText } from '../schemas/text.ts';
 import { logFailure, toAppError } from '../http/error-handler.ts';
 import { noteErrorCode } from '../http/request-log.ts';
 import { answer } from '../http/openapi.ts';
-import type { RouteDeps } from '../http/route-deps.ts';
+import type { ServiceDeps } from '../http/route-deps.ts';
+import type { TokenService } from '../modules/auth/index.ts';
 import { GRAPHQL_ANSWERS, OBTAIN_TOKEN } from './graphql.examples.ts';
 import { createAuthThrottle } from '../modules/auth/index.ts';
 import { limitOperationsAndAliases } from './graphql.limits.ts';
@@ -47,7 +48,7 @@ const DESCRIPTION = [
 // A token request is a few dozen tokens; introspection a few hundred. More is not a real client.
 const MAX_TOKENS = 5_000;
 
-export const graphqlRoutes: FastifyPluginAsync<RouteDeps> = async (app, { tokens, db, config, clock }) => {
+export const graphqlRoutes: FastifyPluginAsync<Omit<ServiceDeps, 'queue'> & { tokens: TokenService }> = async (app, { tokens, db, config, clock }) => {
   const throttle = createAuthThrottle({ db, clock }, { perAddress: config.authFailuresPerAddress, perKeyPrefix: config.authFailuresPerKey });
 
   // Failures before the handler runs (body limit, media type, unparsable JSON, a lost store) are

@@ -56,7 +56,7 @@ describe('failed authentications are throttled', () => {
   test('the counts are in the store: another instance over it refuses the same address', async () => {
     const address = freshAddress();
     for (let i = 0; i < 5; i++) await obtain('garbage', address);
-    const second = await buildApp({ config: t.config, store: t.store, tokens: t.tokens, queue: t.queue });
+    const second = await buildApp({ modules: t.modules });
     after(() => second.close());
     assertThrottled(await obtain('garbage', address, second), 'from this address');
   });

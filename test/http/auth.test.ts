@@ -210,7 +210,7 @@ describe('the REST guard', () => {
     // in memory cannot be reopened, so the second app shares the store object.
     const store = t.store.kind === 'postgres' ? await openStore({ databaseUrl: t.config.databaseUrl, poolSize: 2 }) : t.store;
     const tokens = await createTokenService({ db: store.db, directory: storeDirectory(store.db), clock: t.clock }, t.config);
-    const app = await buildApp({ config: t.config, store, tokens, queue: t.queue });
+    const app = await buildApp({ modules: { ...t.modules, store, db: store.db, tokens } });
     addProbeRoutes(app, store.db, tokens);
     after(async () => {
       await app.close();

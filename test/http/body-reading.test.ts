@@ -14,7 +14,7 @@ import { buildTestApp, createTenant } from '../support/test-app.ts';
 const t = await buildTestApp();
 const tenant = await createTenant(t);
 // A second app over the same store with a small body limit, for bodies that inflate past it.
-const small = await buildApp({ config: loadConfig({ DATABASE_URL: t.config.databaseUrl ?? '', BODY_LIMIT_BYTES: '8192' }), store: t.store, tokens: t.tokens, queue: t.queue });
+const small = await buildApp({ modules: t.modules, config: loadConfig({ DATABASE_URL: t.config.databaseUrl ?? '', BODY_LIMIT_BYTES: '8192' }) });
 after(() => small.close());
 const VALIDATE_URL = '/v1/data-import/validate-account/';
 const TRANSACTIONS_URL = '/v1/data-import/transactions/create/';

@@ -91,7 +91,7 @@ describe('a change through import-admin is seen by the next request after the no
 
 describe('without its notices, the directory reads the store', () => {
   /** A directory over the test's store whose change feed the test drives. */
-  async function drivenDirectory(limits: Parameters<typeof openDirectory>[1] = {}) {
+  async function drivenDirectory(limits: Parameters<typeof openDirectory>[2] = {}) {
     let handlers: ChannelHandlers | undefined;
     const directory = await openDirectory({
       db,
@@ -100,7 +100,7 @@ describe('without its notices, the directory reads the store', () => {
         h.connected(true);
         return async () => {};
       },
-    }, limits);
+    }, t.clock, limits);
     return { directory, feed: handlers! };
   }
 
@@ -137,13 +137,19 @@ describe('without its notices, the directory reads the store', () => {
   test('an entry is trusted for a bounded time only: after it, the store is read again without a notice', async () => {
     const tenant = await createTenant(t);
     const org = Number((await db.selectFrom('organisations').select('id').where('name', '=', tenant.organisation).executeTakeFirstOrThrow()).id);
-    const { directory } = await drivenDirectory({ maxAgeMs: 300 });
+    const { directory } = await drivenDirectory({ maxAgeMs: 300_000 });
     const status = async () => (await directory.supplier(org, tenant.supplier))?.status;
     assert.equal(await status(), 'ongoing');
     await silently((trx) => trx.updateTable('import_suppliers').set({ status: 'paused' }).where('code', '=', tenant.supplier).execute());
     assert.equal(await status(), 'ongoing', 'held in memory');
-    await sleep(350);
-    assert.equal(await status(), 'paused', 'expired, so read again');
+    try {
+      t.clock.advance(299_000);
+      assert.equal(await status(), 'ongoing', 'still within its time');
+      t.clock.advance(2_000);
+      assert.equal(await status(), 'paused', 'expired, so read again');
+    } finally {
+      t.clock.reset();
+    }
     await directory.close();
   });
 

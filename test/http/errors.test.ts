@@ -19,8 +19,8 @@ addProbeRoutes(t.app, t.store.db, t.tokens);
 const logLines: Array<Record<string, unknown>> = [];
 const logStream = new Writable({ write(chunk, _enc, done) { logLines.push(JSON.parse(String(chunk))); done(); } });
 const small = await buildApp({
-  config: loadConfig({ DATABASE_URL: t.config.databaseUrl ?? '', BODY_LIMIT_BYTES: '2048' }),
-  store: t.store, tokens: t.tokens, queue: t.queue, logger: pino({ level: 'error' }, logStream),
+  modules: t.modules, config: loadConfig({ DATABASE_URL: t.config.databaseUrl ?? '', BODY_LIMIT_BYTES: '2048' }),
+  logger: pino({ level: 'error' }, logStream),
 });
 addProbeRoutes(small, t.store.db, t.tokens);
 after(() => small.close());
@@ -52,7 +52,7 @@ const unreachableDb = new Kysely<Database>({
   },
 });
 const lost = await buildApp({
-  config: t.config, store: { ...t.store, db: unreachableDb }, tokens: t.tokens, queue: t.queue,
+  modules: { ...t.modules, store: { ...t.store, db: unreachableDb }, db: unreachableDb },
 });
 lost.addHook('onRequest', async (request) => {
   if (request.url === '/graphql') throw refused();

@@ -18,7 +18,7 @@ const t = await buildTestApp();
 
 const lines: Array<Record<string, any>> = [];
 const stream = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done(); } });
-const app = await buildApp({ config: t.config, store: t.store, tokens: t.tokens, queue: t.queue, logger: pino({ level: 'info' }, stream) });
+const app = await buildApp({ modules: t.modules, logger: pino({ level: 'info' }, stream) });
 // A test-only route for the create limit's 429 (on PGlite creates never overlap, so the limit cannot be met).
 app.get('/v1/data-import/__limit/', { schema: { hide: true } }, async () => {
   throw new AppError('concurrency_limit_exceeded', 'More than 2 accounts are being created at once; retry shortly.', { headers: { 'Retry-After': '2' } });

@@ -75,7 +75,7 @@ describe('SIGTERM on a running server', { skip }, () => {
 describe('once the server closes', { skip }, () => {
   test('a request that still arrives on an open connection is a 503 in the error body, with Connection: close', async () => {
     const t = await buildTestApp();
-    const app = await buildApp({ config: t.config, store: t.store, tokens: t.tokens, queue: t.queue });
+    const app = await buildApp({ modules: t.modules });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = app.server.address() as { port: number };
 

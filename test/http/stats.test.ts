@@ -302,7 +302,7 @@ describe('domain metrics on /metrics (D14)', () => {
     }
 
     // Without METRICS_TOKEN configured, nobody gets the domain metrics, whatever they send.
-    const unset = await buildApp({ config: { ...t.config, metricsToken: undefined }, store: t.store, tokens: t.tokens, queue: t.queue });
+    const unset = await buildApp({ modules: t.modules, config: { ...t.config, metricsToken: undefined } });
     try {
       await call(unset, 'GET', '/healthz');
       const anonymous = await scrapeWith({}, unset);

@@ -15,7 +15,7 @@ import { startReceiver, type Received } from '../support/webhook-receiver.ts';
 // second app over the same store, has the production rule and refuses private URLs.
 const t = await buildTestApp({ WORKER_CONCURRENCY: '2', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_BASE_MS: '200' });
 const db = t.store.db;
-const strict = await buildApp({ config: { ...t.config, webhookAllowPrivateNetworks: false }, store: t.store, tokens: t.tokens, queue: t.queue });
+const strict = await buildApp({ modules: t.modules, config: { ...t.config, webhookAllowPrivateNetworks: false } });
 after(() => strict.close());
 
 const BASE = '/v1/data-import/webhook-endpoints/';

@@ -6,14 +6,14 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/index.ts';
-import { createTokenService, type TokenService } from '../../src/modules/auth/index.ts';
-import { createStagingWriter } from '../../src/modules/account-imports/index.ts';
-import { createEvents, type Events } from '../../src/modules/events/index.ts';
-import { createWebhookFanout, type WebhookFanout } from '../../src/modules/webhooks/index.ts';
+import type { TokenService } from '../../src/modules/auth/index.ts';
+import type { Events } from '../../src/modules/events/index.ts';
+import type { WebhookFanout } from '../../src/modules/webhooks/index.ts';
 import { createTestClock, type TestClock } from '../../src/core/clock.ts';
-import { openDirectory, type Directory } from '../../src/core/directory.ts';
+import type { Directory } from '../../src/core/directory.ts';
 import type { JobQueue } from '../../src/queue/queue.ts';
-import { openQueue, startWorkers, type WorkerLogger } from '../../src/workers.ts';
+import { composeModules, type Modules, type WorkerLogger } from '../../src/composition.ts';
+import { startWorkers } from '../../src/workers.ts';
 import { isolatedDatabase } from './imports.ts';
 
 // One store and one app per test file (PGlite takes seconds to start). The store is an in-memory
@@ -22,18 +22,20 @@ import { isolatedDatabase } from './imports.ts';
 // another file's jobs. Each test makes its own data with unique names, so tests do not depend on order.
 export interface TestApp {
   app: FastifyInstance;
+  /** The modules of the app and its workers, as main.ts composes them (with the test's clock): a test's second app is built on them. */
+  modules: Modules;
   store: Store;
   config: Config;
   tokens: TokenService;
   queue: JobQueue;
-  /** The app's events (and its workers'), with the webhooks' fan-out trigger, as main.ts builds them. */
+  /** The app's events (and its workers'), with the webhooks' fan-out trigger, as the composition root builds them. */
   events: Events;
   /**
    * The clock of the app and its workers (token expiry, throttle windows, webhook retries and lookups):
    * on the system time until a test moves it; a test that moves it puts it back (`reset()`) when done.
    */
   clock: TestClock;
-  /** The app's webhook fan-out (its workers' too), as main.ts builds it. */
+  /** The app's webhook fan-out (its workers' too), as the composition root builds it. */
   fanout: WebhookFanout;
   /**
    * The app's directory of keys and suppliers: after changing either through import-admin's functions,
@@ -55,26 +57,19 @@ export async function buildTestApp(env: Record<string, string> = {}, options: { 
   const config = loadConfig({ DEMO_SEED: 'false', ...env, DATABASE_URL: databaseUrl });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 50 });
   await migrate(store);
-  // Built as main.ts builds them (its composition root), with a clock the tests can move.
+  // Built by the composition root, as main.ts builds them, with a clock the tests can move.
   const clock = createTestClock();
-  const directory = await openDirectory(store);
-  const tokens = await createTokenService({ db: store.db, directory, clock }, config);
-  const queue = await openQueue(store, quiet, config);
-  const fanout = createWebhookFanout({ db: store.db, queue, clock });
-  const events = createEvents({ onRecorded: fanout.trigger });
-  const staging = createStagingWriter(store, events);
-  const app = await buildApp({ config, store, tokens, queue, clock, fanout, events, staging });
-  const workers = env.WORKER_CONCURRENCY
-    ? await startWorkers({ store, queue, config, logger: options.workerLogger ?? quiet, clock, fanout, events, staging })
-    : null;
+  const modules = await composeModules({ config, store, logger: quiet, clock });
+  const app = await buildApp({ modules });
+  const workers = env.WORKER_CONCURRENCY ? await startWorkers(modules, options.workerLogger ?? quiet) : null;
   after(async () => {
     await Promise.all([app.close(), workers?.stop()]);
-    await queue.stop(1000);
-    await directory.close();
+    await modules.stop(1000);
     await store.close();
     await isolated?.drop();
   });
-  return { app, store, config, tokens, queue, events, clock, fanout, directory };
+  const { tokens, queue, events, fanout, directory } = modules;
+  return { app, modules, store, config, tokens, queue, events, clock, fanout, directory };
 }
 
 export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;

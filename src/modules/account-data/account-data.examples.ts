@@ -5,6 +5,8 @@ import type { AccountData } from './account-data.schemas.ts';
 // "Try it out" in /docs validates, stages and creates it (test/http/openapi-examples.test.ts does).
 
 export const EXAMPLE_ACCOUNT_NUMBER = 'DEMO-0001';
+/** The service account number the examples show the example account imported as. */
+export const EXAMPLE_SERVICE_ACCOUNT_NUMBER = 'A-7K2M9Q4X';
 
 export const EXAMPLE_ACCOUNT: AccountData = {
   external_account_number: EXAMPLE_ACCOUNT_NUMBER,

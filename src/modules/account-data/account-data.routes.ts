@@ -3,13 +3,12 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { answer, refusal } from '../../http/openapi.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
 import { AccountData } from './account-data.schemas.ts';
 import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from './account-data.examples.ts';
 
 // Spec 4.1 / D5: validates account data and echoes it; stores nothing. Order (D4): the auth guard,
 // the body schema (with the cross-field rules), then the supplier (D3).
-export const accountDataRoutes: FastifyPluginAsync<RouteDeps> = async (app) => {
+export const accountDataRoutes: FastifyPluginAsync = async (app) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/validate-account/', {
     schema: {
       tags: ['Account import'],

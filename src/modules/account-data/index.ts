@@ -2,7 +2,7 @@
 // note schema other modules' bodies reuse, the postcode normalisation, the OpenAPI examples, the routes;
 // for the tests, the closed lists of the supply points' fields and whether the phone library runs with
 // its patterns compiled once.
-export { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT, EXAMPLE_ACCOUNT_NUMBER, IMPORT_SUPPLIER_NOT_FOUND } from './account-data.examples.ts';
+export { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT, EXAMPLE_ACCOUNT_NUMBER, EXAMPLE_SERVICE_ACCOUNT_NUMBER, IMPORT_SUPPLIER_NOT_FOUND } from './account-data.examples.ts';
 export { accountDataRoutes } from './account-data.routes.ts';
 export { AccountData, type SupplyPoint, validateAccountData } from './account-data.schemas.ts';
 export { DocumentPath, Note } from './note.schemas.ts';

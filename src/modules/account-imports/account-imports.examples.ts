@@ -1,10 +1,8 @@
 import { DEMO } from '../admin/index.ts';
-import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
+import { EXAMPLE_ACCOUNT_NUMBER, EXAMPLE_SERVICE_ACCOUNT_NUMBER } from '../account-data/index.ts';
 import type { AccountStatusResponse, ImportRecord, ProcessAccountBody, StageAccountResponse } from './account-imports.schemas.ts';
 
 // OpenAPI examples of staging, creating and following the example account of the demo supplier.
-
-export const EXAMPLE_SERVICE_ACCOUNT_NUMBER = 'A-7K2M9Q4X';
 
 export const STAGED: StageAccountResponse = { import_supplier: DEMO.supplier, external_account_number: EXAMPLE_ACCOUNT_NUMBER };
 

@@ -2,27 +2,25 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { answer, badPathParameter, refusal, RETRY_AFTER } from '../../http/openapi.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { StoreDeps } from '../../http/route-deps.ts';
+import type { Imports } from './account-imports.module.ts';
 import { AccountPathParams } from '../../schemas/identifiers.ts';
-import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT } from '../account-data/index.ts';
+import { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT, EXAMPLE_SERVICE_ACCOUNT_NUMBER } from '../account-data/index.ts';
 import { AccountData } from '../account-data/index.ts';
 import {
-  ACCOUNT_STATUS, ALREADY_IMPORTED, CONCURRENCY_LIMIT, CREATE_ACCOUNT, EXAMPLE_SERVICE_ACCOUNT_NUMBER, NO_IMPORT_PROCESS, STAGED,
+  ACCOUNT_STATUS, ALREADY_IMPORTED, CONCURRENCY_LIMIT, CREATE_ACCOUNT, NO_IMPORT_PROCESS, STAGED,
 } from './account-imports.examples.ts';
 import {
   AccountStatusResponse, ProcessAccountBody, ProcessAccountResponse, StageAccountResponse,
 } from './account-imports.schemas.ts';
 import { accountListsRoutes } from './account-lists.routes.ts';
-import { accountStatus } from './account-status.service.ts';
-import { createAccount } from './create-account.service.ts';
-import { stageAccount } from './stage-account.service.ts';
 
 const TAGS = ['Account import'];
 
 // Staging, creating and following accounts (spec 4.2, 4.3, 4.8–4.11; D6, D7). HTTP only: the services
 // decide everything.
-export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, deps) => {
-  const { db, config, queue, staging, events } = deps;
+export const accountImportsRoutes: FastifyPluginAsync<StoreDeps & { imports: Imports }> = async (plugin, deps) => {
+  const { imports } = deps;
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.post('/account-import-process/create-or-update/', {
@@ -45,7 +43,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin
       },
     },
   }, async (request, reply) => {
-    const result = await stageAccount({ db, staging }, callerOf(request), request.body);
+    const result = await imports.stage(callerOf(request), request.body);
     return reply.code(result.created ? 201 : 200).send(result.body);
   });
 
@@ -73,7 +71,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin
       },
     },
   }, async (request, reply) => {
-    const created = await createAccount({ db, processConcurrencyLimit: config.processConcurrencyLimit, queue, events }, callerOf(request), request.body);
+    const created = await imports.create(callerOf(request), request.body);
     return reply.code(201).send(created);
   });
 
@@ -93,7 +91,7 @@ export const accountImportsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin
     },
   }, async (request) => {
     const { import_supplier_code: code, external_account_number: ext } = request.params;
-    return accountStatus(db, callerOf(request), code, ext);
+    return imports.status(callerOf(request), code, ext);
   });
 
   await app.register(accountListsRoutes, deps);

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { StoreDeps } from '../../http/route-deps.ts';
 import { SupplierPathParams } from '../../schemas/identifiers.ts';
 import { FilteredListQuery, ImportRecordList, ListQuery } from './account-imports.schemas.ts';
 import { BAD_CURSOR, IMPORT_RECORDS, UNKNOWN_SUPPLIER } from './account-imports.examples.ts';
@@ -18,7 +18,7 @@ const LISTS: Array<{ kind: ListKind; path: string; operationId: string; summary:
 
 // The lists (spec 4.9–4.11, D7). Without page_size the whole array is streamed; with it, one page and
 // a `Link: <…>; rel="next"` header while more remain.
-export const accountListsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
+export const accountListsRoutes: FastifyPluginAsync<StoreDeps> = async (plugin, { db }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
   for (const list of LISTS) {
     // The failures filter (D14) on the all and pending lists; the imported list has no failures.

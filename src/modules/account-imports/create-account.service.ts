@@ -6,6 +6,7 @@ import { AppError } from '../../core/errors.ts';
 import { validationError } from '../../core/validation.ts';
 import { validateAccountData, withNormalisedPostcodes, type AccountData } from '../account-data/index.ts';
 import type { Caller } from '../../core/caller.ts';
+import type { Clock } from '../../core/clock.ts';
 import { queueEmails } from '../email/index.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { welcomeEmail } from '../email/index.ts';
@@ -36,6 +37,8 @@ export interface CreateAccountDeps {
   queue: JobQueue;
   /** The process's events: the attempt's event is written with the attempt's record. */
   events: Events;
+  /** The time an attempt started. */
+  clock: Clock;
   /**
    * A write of the caller's that must commit with the account, or not at all: a migration job marks
    * its record as the one that created the account, so the mark survives a crash right after.
@@ -50,7 +53,7 @@ class DryRunRollback extends Error {}
 
 export async function createAccount(deps: CreateAccountDeps, caller: Caller, body: ProcessAccountBody): Promise<ProcessAccountResponse> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier_code, 'import_supplier_code');
-  const startedAt = new Date();
+  const startedAt = deps.clock.now();
   const dryRun = body.dry_run === true;
   const attempt = { supplierId: supplier.id, externalAccountNumber: body.external_account_number, dryRun, startedAt };
   try {
@@ -166,14 +169,14 @@ export class NewAccountsRaced extends Error {}
  * and runs each account on its own. `accounts` are sorted by the caller, and not empty.
  */
 export async function createNewAccounts(
-  trx: Transaction<Database>, deps: Pick<CreateAccountDeps, 'queue' | 'events' | 'processConcurrencyLimit'>,
+  trx: Transaction<Database>, deps: Pick<CreateAccountDeps, 'queue' | 'events' | 'clock' | 'processConcurrencyLimit'>,
   supplier: Supplier, teamId: number, accounts: readonly NewAccount[],
 ): Promise<CreatedAccount[]> {
   if (deps.processConcurrencyLimit > 0) {
     const slot = await imports.takeSlot(trx, deps.processConcurrencyLimit);
     if (slot === null) throw concurrencyLimitExceeded(deps.processConcurrencyLimit);
   }
-  const startedAt = new Date();
+  const startedAt = deps.clock.now();
   // Stored as a stage keeps it: GB postcodes in their normal form.
   const staged = accounts.map((a) => ({ ext: a.externalAccountNumber, data: withNormalisedPostcodes(a.data) }));
   const stagedRows = await deps.events.record(trx, staged.map(({ ext }) => ({

@@ -1,5 +1,5 @@
 import { EXAMPLE_ACCOUNT_NUMBER } from '../account-data/index.ts';
-import { EXAMPLE_SERVICE_ACCOUNT_NUMBER } from '../account-imports/index.ts';
+import { EXAMPLE_SERVICE_ACCOUNT_NUMBER } from '../account-data/index.ts';
 import { DEMO } from '../admin/index.ts';
 import type { AccountView } from './account-read.schemas.ts';
 

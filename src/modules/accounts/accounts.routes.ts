@@ -1,14 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { ServiceDeps } from '../../http/route-deps.ts';
 import { AccountPathParams } from '../../schemas/identifiers.ts';
 import { AccountView } from './account-read.schemas.ts';
 import { readAccount } from './account-read.service.ts';
 import { answer, badPathParameter, refusal } from '../../http/openapi.ts';
 import { ACCOUNT_VIEW } from './accounts.examples.ts';
 
-export const accountsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, config }) => {
+export const accountsRoutes: FastifyPluginAsync<Pick<ServiceDeps, 'db' | 'config'>> = async (app, { db, config }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get('/accounts/:import_supplier_code/:external_account_number/', {
     schema: {
       tags: ['Accounts'],

@@ -1,13 +1,13 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { StoreDeps } from '../../http/route-deps.ts';
 import { answer, refusal } from '../../http/openapi.ts';
 import { EVENTS, UNKNOWN_AFTER } from './events.examples.ts';
 import { EventList, EventsQuery } from './events.schemas.ts';
 import { eventFeed } from './events.service.ts';
 
-export const eventsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db }) => {
+export const eventsRoutes: FastifyPluginAsync<StoreDeps> = async (app, { db }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().get('/events/', {
     schema: {
       tags: ['Events'],

@@ -6,7 +6,7 @@ import { eventsInsert } from './events.repository.ts';
 
 // The one writer of events (migration 004). Every event is written inside the transaction (or the
 // statement) of the change it reports, so it commits or rolls back with it. Built once per process
-// by createEvents (main.ts, worker.ts, the tests' app) with what must follow each recorded event,
+// by createEvents in the composition root (composition.ts) with what must follow each recorded event,
 // and handed to the services that write events: no module-level state.
 
 /**

@@ -2,6 +2,8 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../core/errors.ts';
 import { precompiled } from '../../db/precompiled.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { Events } from '../events/index.ts';
 
 // The one way every import onto an account (notes, transactions, statements) finds its account.
 // It takes a Transaction so it cannot be called outside one: the row lock it takes serialises every
@@ -38,3 +40,10 @@ export function accountNotFound(externalAccountNumber: string, attr: string | nu
   const detail = `No imported account "${externalAccountNumber}" for this import supplier.`;
   return attr ? AppError.field('account_not_found', detail, attr) : new AppError('account_not_found', detail);
 }
+
+/**
+ * What an import onto an account is built with (notes, statements, transactions, payment
+ * instructions): the store handle, the process's events and clock. `on(db)` on each import module
+ * gives the same module over another handle of the store (a pre-flight's rehearsal, db/rehearsal.ts).
+ */
+export interface ImportDeps { db: Kysely<Database>; events: Events; clock: Clock }

@@ -57,9 +57,9 @@ export function recordPolicy(config: Pick<JobsWorkerConfig, 'jobRetryLimit' | 'j
 
 /** Written in the transaction that starts (or retries) the job: dispatch, and the window's end. */
 export async function requestDispatch(
-  queue: JobQueue, trx: Transaction<Database>, job: Pick<JobRow, 'id' | 'not_before' | 'not_after'>,
+  queue: JobQueue, trx: Transaction<Database>, job: Pick<JobRow, 'id' | 'not_before' | 'not_after'>, now: Date,
 ): Promise<void> {
-  const startAfter = job.not_before && job.not_before.getTime() > Date.now() ? job.not_before : undefined;
+  const startAfter = job.not_before && job.not_before > now ? job.not_before : undefined;
   await queue.send(DISPATCH_QUEUE, { job_id: job.id }, { trx, startAfter, ...DISPATCH_EXPIRY });
   if (job.not_after) await queue.send(WINDOW_QUEUE, { job_id: job.id }, { trx, startAfter: job.not_after });
 }

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { answer, refusal } from '../../http/openapi.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { StoreDeps } from '../../http/route-deps.ts';
 import { JOB_RATE, RECORD_SEARCH } from './migration-jobs.examples.ts';
 import { JOB_ID_TOO_LONG, NO_JOB } from './migration-jobs.routes.ts';
 import { JobPathParams } from './migration-jobs.schemas.ts';
@@ -12,7 +12,7 @@ import { jobRate, searchRecords } from './job-views.service.ts';
 const TAGS = ['Migration jobs'];
 
 // The lead's views of one job (the dashboard's): its records searched, and the pace they finished at.
-export const jobViewsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
+export const jobViewsRoutes: FastifyPluginAsync<StoreDeps> = async (plugin, { db }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.get('/migration-jobs/:job_id/records/search/', {

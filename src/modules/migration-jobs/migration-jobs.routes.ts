@@ -5,7 +5,8 @@ import { callerOf } from '../../http/auth.ts';
 import { AppError } from '../../core/errors.ts';
 import { exemptFromRequestDeadline } from '../../http/request-deadline.ts';
 import { compileRequestValidator } from '../../http/validator-compiler.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { ServiceDeps } from '../../http/route-deps.ts';
+import type { Events } from '../events/index.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
 import { IMPORT_SUPPLIER_NOT_FOUND } from '../account-data/index.ts';
 import {
@@ -63,9 +64,9 @@ export const JOB_ID_TOO_LONG = refusal(['invalid'], { detail: 'The request faile
 
 // Migration jobs (D11). The upload is not parsed by Fastify: its parser hands the raw request stream
 // to the service, which reads it line by line (gunzipped first with Content-Encoding: gzip).
-export const migrationJobsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db, queue, events, config }) => {
+export const migrationJobsRoutes: FastifyPluginAsync<ServiceDeps & { events: Events }> = async (plugin, { db, queue, events, clock, config }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
-  const deps: jobs.JobsDeps = { db, queue, events, config };
+  const deps: jobs.JobsDeps = { db, queue, events, clock, config };
   app.addContentTypeParser(NDJSON, (_request, payload, done) => done(null, payload));
 
   app.post('/migration-jobs/', {

@@ -7,6 +7,7 @@ import { AppError } from '../../core/errors.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { JobQueue } from '../../queue/queue.ts';
+import type { Clock } from '../../core/clock.ts';
 import { findTeamByName } from '../admin/index.ts';
 import type { Caller } from '../../core/caller.ts';
 import * as repo from './migration-jobs.repository.ts';
@@ -35,6 +36,8 @@ export interface JobsDeps {
   db: Db;
   queue: JobQueue;
   events: Events;
+  /** A start's "is its window open yet". */
+  clock: Clock;
   config: Pick<Config, 'jobMaxRecords' | 'jobUploadLimitBytes' | 'bodyLimitBytes'>;
 }
 
@@ -287,9 +290,9 @@ export async function startJob(deps: JobsDeps, caller: Caller, id: string): Prom
     if (!(await repo.hasRecords(trx, job.id))) {
       throw new AppError('migration_job_empty', `Migration job "${job.id}" has no records: upload some before starting it.`);
     }
-    const scheduled = job.not_before !== null && job.not_before.getTime() > Date.now();
+    const scheduled = job.not_before !== null && job.not_before.getTime() > deps.clock.nowMs();
     await repo.updateJob(trx, job.id, { state: scheduled ? 'scheduled' : 'queued', startedNow: true });
-    await requestDispatch(deps.queue, trx, job);
+    await requestDispatch(deps.queue, trx, job, deps.clock.now());
   });
   return getJob(deps.db, caller, id);
 }
@@ -317,7 +320,7 @@ export async function retryJob(deps: JobsDeps, caller: Caller, id: string): Prom
     }
     await repo.resetForRetry(trx, job.id);
     await repo.updateJob(trx, job.id, { state: 'queued', cancelRequested: false, clearFinished: true, startedNow: true });
-    await requestDispatch(deps.queue, trx, { id: job.id, not_before: null, not_after: job.not_after });
+    await requestDispatch(deps.queue, trx, { id: job.id, not_before: null, not_after: job.not_after }, deps.clock.now());
   });
   return getJob(deps.db, caller, id);
 }

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { StagingWriter } from '../account-imports/index.ts';
+import type { Clock } from '../../core/clock.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import type { Events } from '../events/index.ts';
 
 import * as repo from './migration-jobs.repository.ts';
 import { finishFailedRecord } from './record-failed-event.ts';
-import { runRecord, type PipelineDeps } from './record-pipeline.ts';
+import { runRecord, type PipelineDeps, type RecordSteps } from './record-pipeline.ts';
 import { runChunk } from './record-chunk.ts';
 import { isActive } from './job-states.ts';
 import { recordJobEnded } from './job-events.ts';
@@ -33,11 +33,11 @@ export interface JobsWorkerLogger {
   error(obj: object, msg: string): void;
 }
 
-export async function startMigrationWorkers({ db, events, staging, queue, config, logger, concurrency }: {
-  db: Kysely<Database>; events: Events; staging: StagingWriter; queue: JobQueue; config: JobsWorkerConfig; logger: JobsWorkerLogger; concurrency: number;
+export async function startMigrationWorkers({ db, events, queue, clock, config, logger, concurrency, ...steps }: RecordSteps & {
+  db: Kysely<Database>; events: Events; queue: JobQueue; clock: Clock; config: JobsWorkerConfig; logger: JobsWorkerLogger; concurrency: number;
 }): Promise<{ stop(): Promise<void> }> {
   await defineMigrationQueues(queue, config);
-  const deps: PipelineDeps = { db, events, staging, queue, processConcurrencyLimit: config.processConcurrencyLimit, log: logger };
+  const deps: PipelineDeps = { ...steps, db, events, queue, clock, log: logger };
   await queue.work<{ job_id: string }>(DISPATCH_QUEUE, { concurrency: 1, pollingIntervalSeconds: 0.5 }, async (job) => {
     await dispatch(deps, queue, job.data.job_id, config);
   });
@@ -81,7 +81,7 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
     const more = await repo.hasUnsent(trx, jobId);
     if (more) {
       const after = nextLookAfterMs(lines.length > 0, allowance.nextTokenMs);
-      await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { trx, startAfter: new Date(Date.now() + after), ...DISPATCH_EXPIRY });
+      await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { trx, startAfter: after / 1000, ...DISPATCH_EXPIRY });
     }
     return more;
   });
@@ -90,7 +90,7 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
   // ended: a record that saw others pending does not look for the job's end (finishRecord), and
   // those others may have been cancelled, or finished beside it, without it seeing; this ends such a job.
   if (!(await finishIfDone(store, jobId))) {
-    await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: new Date(Date.now() + RECHECK_FULL_AFTER_MS), ...DISPATCH_EXPIRY });
+    await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: RECHECK_FULL_AFTER_MS / 1000, ...DISPATCH_EXPIRY });
   }
 }
 
@@ -136,7 +136,7 @@ async function runRecordJob(
   }
   if (records.length === 0) return;
   if (job.state !== 'running') await repo.markRunning(db, job.id);
-  if (job.not_after && job.not_after.getTime() <= Date.now()) {
+  if (job.not_after && job.not_after.getTime() <= deps.clock.nowMs()) {
     for (const record of records) {
       await repo.finishRecord(db, job.id, record.line, { outcome: 'cancelled', step: null, created: null, serviceAccountNumber: null, errors: [WINDOW_CLOSED] });
     }

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { answer } from '../../http/openapi.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { StoreDeps } from '../../http/route-deps.ts';
 import { RECONCILIATION, RECONCILIATION_EXCEPTION } from './migration-jobs.examples.ts';
 import { JOB_ID_TOO_LONG, NO_JOB } from './migration-jobs.routes.ts';
 import { JobPathParams } from './migration-jobs.schemas.ts';
@@ -14,7 +14,7 @@ const TAGS = ['Migration jobs'];
 const NDJSON = 'application/x-ndjson';
 
 // Reconciliation of a migration job: its report, and its exceptions as NDJSON or CSV.
-export const reconciliationRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
+export const reconciliationRoutes: FastifyPluginAsync<StoreDeps> = async (plugin, { db }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.get('/migration-jobs/:job_id/reconciliation/', {

@@ -2,7 +2,7 @@ import { AppError } from '../../core/errors.ts';
 import { isStoreUnavailable } from '../../db/errors.ts';
 import { validateAccountData, type AccountData, type Note } from '../account-data/index.ts';
 import {
-  createNewAccounts, findRegisteredIdentifiers, findStagedNumbers, findTeamId, supplyPointsOf, type NewAccount,
+  findRegisteredIdentifiers, findStagedNumbers, findTeamId, supplyPointsOf, type NewAccount,
 } from '../account-imports/index.ts';
 import { matchNotes, notesInsertMany, CreateNotesBody } from '../notes/index.ts';
 import { checkStatements, statementRows, statementsInsert, CreateStatementsBody } from '../statements/index.ts';
@@ -134,10 +134,10 @@ async function withoutKnownConflicts(deps: PipelineDeps, job: WorkerJobRow, plan
 async function writeChunk(deps: PipelineDeps, job: WorkerJobRow, teamId: number, planned: Planned[]): Promise<void> {
   // In account order, as the staging writer sorts, so two chunks sharing an account lock it in the same order.
   const sorted = [...planned].sort((a, b) => (a.account.external_account_number < b.account.external_account_number ? -1 : 1));
-  const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const now = new Date(Math.floor(deps.clock.nowMs() / 1000) * 1000);
   await deps.db.transaction().execute(async (trx) => {
     const accounts: NewAccount[] = sorted.map((p) => ({ externalAccountNumber: p.account.external_account_number, data: p.account }));
-    const created = await createNewAccounts(trx, deps, job.supplier, teamId, accounts);
+    const created = await deps.imports.createNewAccounts(trx, job.supplier, teamId, accounts);
     const accountIds = new Map(created.map((c) => [c.externalAccountNumber, c.accountId]));
     const event = (p: Planned, kind: 'statements' | 'transactions' | 'notes', added: number, sent: number): NewEvent => ({
       supplierId: job.supplier_id, type: 'post_import.completed', externalAccountNumber: p.account.external_account_number,

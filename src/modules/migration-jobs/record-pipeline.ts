@@ -4,22 +4,21 @@ import { AppError, type FieldError } from '../../core/errors.ts';
 import { compileValidator, type Validator } from '../../core/validation.ts';
 import { isStoreUnavailable } from '../../db/errors.ts';
 import type { JobQueue } from '../../queue/queue.ts';
+import type { Clock } from '../../core/clock.ts';
 import type { Events } from '../events/index.ts';
 import { validateAccountData, type AccountData } from '../account-data/index.ts';
-import { createAccount } from '../account-imports/index.ts';
-import { stageAccount } from '../account-imports/index.ts';
-import { stagingOn, type StagingWriter } from '../account-imports/index.ts';
+import type { Imports } from '../account-imports/index.ts';
 import { rehearse } from '../../db/rehearsal.ts';
 import type { Caller } from '../../core/caller.ts';
 import { readSupplier } from '../../core/directory.ts';
 import { CreateNotesBody } from '../notes/index.ts';
-import { importNotes } from '../notes/index.ts';
+import type { Notes } from '../notes/index.ts';
 import { CreatePaymentInstructionBody } from '../payment-instructions/index.ts';
-import { createPaymentInstruction } from '../payment-instructions/index.ts';
+import type { PaymentInstructions } from '../payment-instructions/index.ts';
 import { CreateStatementsBody } from '../statements/index.ts';
-import { importStatements } from '../statements/index.ts';
+import type { Statements } from '../statements/index.ts';
 import { CreateTransactionsBody } from '../transactions/index.ts';
-import { importTransactions } from '../transactions/index.ts';
+import type { Transactions } from '../transactions/index.ts';
 import { findAccountDrift } from '../accounts/index.ts';
 import { markRecordCreated, type RecordRow, type WorkerJobRow } from './migration-jobs.repository.ts';
 import type { RecordError, RecordStep, RecordWarning } from './migration-jobs.schemas.ts';
@@ -31,14 +30,23 @@ import type { RecordError, RecordStep, RecordWarning } from './migration-jobs.sc
 // and the payment instruction dedupe as their endpoints do. So a record run twice (a retry, a crash,
 // the same file uploaded again) makes nothing twice.
 
-export interface PipelineDeps {
+/** The modules whose services a record's steps are: the same objects the endpoints' routes call. */
+export interface RecordSteps {
+  /** Stage and create (its staging writer commits a record's stage with the stages running beside it). */
+  imports: Imports;
+  statements: Statements;
+  transactions: Transactions;
+  notes: Notes;
+  payments: PaymentInstructions;
+}
+
+export interface PipelineDeps extends RecordSteps {
   db: Kysely<Database>;
-  /** The process's staging writer: a record's stage is committed with the stages running beside it. */
-  staging: StagingWriter;
   queue: JobQueue;
-  /** The process's events (the steps' services write theirs through it). */
+  /** The process's events (a chunk writes its history's events through it). */
   events: Events;
-  processConcurrencyLimit: number;
+  /** The time a chunk's notes are stamped with, as the notes' import stamps them. */
+  clock: Clock;
   /** Where a record's unexpected failure goes, with its stack, job and line (the record only says internal_error). */
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
@@ -78,13 +86,18 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
   if (!job.dry_run) return runSteps(deps, job, row);
   let run: RecordRun;
   try {
-    run = await rehearse(deps.db, (db) => runSteps({ ...deps, db, staging: stagingOn(db, deps.events) }, job, row));
+    run = await rehearse(deps.db, (db) => runSteps({ ...deps, ...stepsOn(deps, db), db }, job, row));
   } catch (error) {
     // The rehearsal's own transaction failed (the store went away): the record's steps are unknown.
     return failedRun(deps, job, row, error, { created: row.created, number: row.service_account_number, warnings: [] });
   }
   // An account the rehearsal made was rolled back with it: the pre-flight created nothing.
   return run.created === true ? { ...run, created: false, serviceAccountNumber: null } : run;
+}
+
+/** The steps over another handle of the store (a rehearsal's). */
+function stepsOn(steps: RecordSteps, db: Kysely<Database>): RecordSteps {
+  return { imports: steps.imports.on(db), statements: steps.statements.on(db), transactions: steps.transactions.on(db), notes: steps.notes.on(db), payments: steps.payments.on(db) };
 }
 
 async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): Promise<RecordRun> {
@@ -110,7 +123,7 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
     const ext = account.external_account_number;
     let imported = false;
     try {
-      await stageAccount(deps, caller, account);
+      await deps.imports.stage(caller, account);
     } catch (error) {
       const known = alreadyImportedNumber(error);
       if (known === null) throw asStepFailure('account', error, 'account');
@@ -123,12 +136,11 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
     if (imported) warnings = await driftOf(deps, job, account);
     if (!imported) {
       try {
-        const made = await createAccount({
-          db: deps.db, processConcurrencyLimit: deps.processConcurrencyLimit, queue: deps.queue, events: deps.events,
+        const made = await deps.imports.create(caller, {
+          import_supplier_code: job.supplier_code, external_account_number: ext, operations_team_name: job.operations_team_name,
+        }, {
           // A pre-flight's record is not marked: its account is rolled back.
           onCreated: job.dry_run ? undefined : (trx, made) => markRecordCreated(trx, job.id, row.line, made),
-        }, caller, {
-          import_supplier_code: job.supplier_code, external_account_number: ext, operations_team_name: job.operations_team_name,
         });
         number = made.service_account_number;
         created = true;
@@ -144,22 +156,22 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
     const base = { import_supplier: job.supplier_code, external_account_number: ext };
     if (present(record.statements)) {
       const body = { ...base, statements: record.statements };
-      await runStep('statements', CreateStatementsBody, body, '', () => importStatements(deps, caller, body as CreateStatementsBody));
+      await runStep('statements', CreateStatementsBody, body, '', () => deps.statements.import(caller, body as CreateStatementsBody));
     }
     if (present(record.transactions)) {
       const body = { ...base, transactions: record.transactions };
-      await runStep('transactions', CreateTransactionsBody, body, '', () => importTransactions(deps, caller, body as CreateTransactionsBody,
+      await runStep('transactions', CreateTransactionsBody, body, '', () => deps.transactions.import(caller, body as CreateTransactionsBody,
         { checkPreviouslyAdded: true, forceAddToCurrentStatement: true }));
     }
     if (present(record.notes)) {
       const body = { ...base, notes: record.notes };
-      await runStep('notes', CreateNotesBody, body, '', () => importNotes(deps, caller, body as CreateNotesBody));
+      await runStep('notes', CreateNotesBody, body, '', () => deps.notes.import(caller, body as CreateNotesBody));
     }
     if (record.payment_instruction !== undefined && record.payment_instruction !== null) {
       const instruction = record.payment_instruction;
       const body = typeof instruction === 'object' && !Array.isArray(instruction) ? { ...base, ...instruction } : instruction;
       await runStep('payment_instruction', CreatePaymentInstructionBody, body, 'payment_instruction',
-        () => createPaymentInstruction(deps, caller, body as CreatePaymentInstructionBody));
+        () => deps.payments.create(caller, body as CreatePaymentInstructionBody));
     }
     return { kind: 'done', outcome: 'succeeded', step: null, created, serviceAccountNumber: number, errors: [], warnings };
   } catch (error) {

@@ -1,13 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { Notes } from './notes.service.ts';
 import { answer, refusal } from '../../http/openapi.ts';
 import { IMPORT_NOTES, NOTE_RESULTS } from './notes.examples.ts';
 import { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
-import { importNotes } from './notes.service.ts';
 
-export const notesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, events }) => {
+export const notesRoutes: FastifyPluginAsync<{ notes: Notes }> = async (app, { notes }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/notes/create/', {
     schema: {
       tags: ['Imported data'],
@@ -27,5 +26,5 @@ export const notesRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, even
           { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', attr: 'external_account_number' }] }, { note: 'The account is not imported (or was never staged).' }),
       },
     },
-  }, async (request, reply) => reply.code(201).send(await importNotes({ db, events }, callerOf(request), request.body)));
+  }, async (request, reply) => reply.code(201).send(await notes.import(callerOf(request), request.body)));
 };

@@ -2,10 +2,9 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import type { Note } from '../account-data/index.ts';
-import { lockImportedAccount } from '../imported-accounts/index.ts';
+import { lockImportedAccount, type ImportDeps } from '../imported-accounts/index.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
-import type { Events } from '../events/index.ts';
 import type { CreateNotesBody, CreateNotesResponse } from './notes.schemas.ts';
 import { findNotesWithBodies, notesInsert, type NoteRow, type StoredNote } from './notes.repository.ts';
 
@@ -16,9 +15,9 @@ import { findNotesWithBodies, notesInsert, type NoteRow, type StoredNote } from 
  * handled in order in one database transaction holding the account row, so a repeat within the
  * request, or in a concurrent identical request, finds the first one.
  */
-export async function importNotes({ db, events }: { db: Kysely<Database>; events: Events }, caller: Caller, body: CreateNotesBody): Promise<CreateNotesResponse> {
+async function importNotes({ db, events, clock }: ImportDeps, caller: Caller, body: CreateNotesBody): Promise<CreateNotesResponse> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
-  const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const now = new Date(Math.floor(clock.nowMs() / 1000) * 1000);
   return db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
     // Every note the batch could repeat, in one query; then the batch is matched in memory, against
@@ -74,4 +73,16 @@ function toNoteValues(note: Note): { body: string | null; documentPaths: string[
     documentPaths: (note.document_paths ?? []).map((d) => d.document_path),
     createdAt: note.created_at ? new Date(note.created_at) : null,
   };
+}
+
+/** The notes module as the composition root builds it (composition.ts). */
+export interface Notes {
+  /** POST notes/create/: the notes that are new added, each result in order. */
+  import(caller: Caller, body: CreateNotesBody): Promise<CreateNotesResponse>;
+  /** The same module over another handle of the store (a rehearsal's). */
+  on(db: Kysely<Database>): Notes;
+}
+
+export function createNotes(deps: ImportDeps): Notes {
+  return { import: (caller, body) => importNotes(deps, caller, body), on: (db) => createNotes({ ...deps, db }) };
 }

@@ -3,6 +3,6 @@
 export { EXAMPLE_VENDOR, IMPORT_PAYMENT_INSTRUCTION } from './payment-instructions.examples.ts';
 export { paymentInstructionsRoutes } from './payment-instructions.routes.ts';
 export { CreatePaymentInstructionBody } from './payment-instructions.schemas.ts';
-export { createPaymentInstruction } from './payment-instructions.service.ts';
+export { createPaymentInstructions, type PaymentInstructions } from './payment-instructions.service.ts';
 export { DEFAULT_VENDOR_TIMEOUT_MS, retryPolicyFor, VENDOR_CALL_LIMIT_MS } from './vendors/retry.ts';
 export { createVendorClient } from './vendors/vendor-factory.ts';

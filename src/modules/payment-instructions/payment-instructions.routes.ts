@@ -1,15 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { PaymentInstructions } from './payment-instructions.service.ts';
 import { answer, refusal } from '../../http/openapi.ts';
 import {
   EXAMPLE_VENDOR, IMPORT_PAYMENT_INSTRUCTION, NO_SUCH_VENDOR, PAYMENT_INSTRUCTION_STORED, VENDOR_UNAVAILABLE,
 } from './payment-instructions.examples.ts';
 import { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
-import { createPaymentInstruction } from './payment-instructions.service.ts';
 
-export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, events }) => {
+export const paymentInstructionsRoutes: FastifyPluginAsync<{ payments: PaymentInstructions }> = async (app, { payments }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/payment-instruction/create/', {
     schema: {
       tags: ['Imported data'],
@@ -38,7 +37,7 @@ export const paymentInstructionsRoutes: FastifyPluginAsync<RouteDeps> = async (a
       },
     },
   }, async (request, reply) => {
-    const created = await createPaymentInstruction({ db, events }, callerOf(request), request.body);
+    const created = await payments.create(callerOf(request), request.body);
     return reply.code(201).send(created);
   });
 };

@@ -3,14 +3,12 @@ import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError } from '../../core/errors.ts';
 import { conflictError, differences } from '../../core/conflicts.ts';
-import { findImportedAccount } from '../imported-accounts/index.ts';
+import { findImportedAccount, type ImportDeps } from '../imported-accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
-import type { Events } from '../events/index.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import * as repo from './payment-instructions.repository.ts';
 import { createVendorClient } from './vendors/vendor-factory.ts';
 
-type Db = Kysely<Database>;
 
 /**
  * Verifies the instruction with its vendor and stores it as the account's one active instruction
@@ -18,8 +16,8 @@ type Db = Kysely<Database>;
  * a connection held meanwhile would starve the pool. The single INSERT that follows is atomic on its
  * own; the partial unique index settles races between requests that both found no active instruction.
  */
-export async function createPaymentInstruction(
-  { db, events }: { db: Db; events: Events }, caller: Caller, body: CreatePaymentInstructionBody,
+async function createPaymentInstruction(
+  { db, events }: ImportDeps, caller: Caller, body: CreatePaymentInstructionBody,
 ): Promise<CreatePaymentInstructionReply> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   const account = await findImportedAccount(db, supplier.id, body.external_account_number);
@@ -82,4 +80,16 @@ function sameOrConflict(
   const errors = differences(`Payment instruction "${body.reference}"`, '', [{ name: 'type', stored: active.type, sent: body.type }]);
   if (errors.length > 0) throw conflictError(errors);
   return reply;
+}
+
+/** The payment instructions module as the composition root builds it (composition.ts). */
+export interface PaymentInstructions {
+  /** POST payment-instruction/create/: verified with the vendor, then stored as the account's active one. */
+  create(caller: Caller, body: CreatePaymentInstructionBody): Promise<CreatePaymentInstructionReply>;
+  /** The same module over another handle of the store (a rehearsal's). */
+  on(db: Kysely<Database>): PaymentInstructions;
+}
+
+export function createPaymentInstructions(deps: ImportDeps): PaymentInstructions {
+  return { create: (caller, body) => createPaymentInstruction(deps, caller, body), on: (db) => createPaymentInstructions({ ...deps, db }) };
 }

@@ -4,5 +4,5 @@ export { IMPORT_STATEMENTS } from './statements.examples.ts';
 export { findStatements } from './statements.repository.ts';
 export { statementsRoutes } from './statements.routes.ts';
 export { CreateStatementsBody } from './statements.schemas.ts';
-export { checkStatements, importStatements, statementRows } from './statements.service.ts';
+export { checkStatements, createStatements, statementRows, type Statements } from './statements.service.ts';
 export { statementsInsert } from './statements.repository.ts';

@@ -1,13 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { Statements } from './statements.service.ts';
 import { answer, refusal } from '../../http/openapi.ts';
 import { IMPORT_STATEMENTS, STATEMENT_OVERLAP } from './statements.examples.ts';
 import { CreateStatementsBody } from './statements.schemas.ts';
-import { importStatements } from './statements.service.ts';
 
-export const statementsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, events }) => {
+export const statementsRoutes: FastifyPluginAsync<{ statements: Statements }> = async (app, { statements }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/historical-statements/create/', {
     schema: {
       tags: ['Imported data'],
@@ -29,5 +28,5 @@ export const statementsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db,
           { detail: 'No imported account "DEMO-0404" for this import supplier.', code: 'account_not_found', attr: 'external_account_number' }] }, { note: 'The account is not imported (or was never staged).' }),
       },
     },
-  }, async (request, reply) => reply.code(201).send(await importStatements({ db, events }, callerOf(request), request.body)));
+  }, async (request, reply) => reply.code(201).send(await statements.import(callerOf(request), request.body)));
 };

@@ -4,9 +4,8 @@ import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { conflictError, differences } from '../../core/conflicts.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { lockImportedAccount } from '../imported-accounts/index.ts';
+import { lockImportedAccount, type ImportDeps } from '../imported-accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
-import type { Events } from '../events/index.ts';
 import { decimalString } from '../../schemas/money.ts';
 import type { CreateStatementsBody, StatementItem } from './statements.schemas.ts';
 import { findStatements, statementsInsert, type StatementRow } from './statements.repository.ts';
@@ -21,7 +20,7 @@ interface Period { id: string; from: string; to: string }
  * account, stored or in the same request (`statement_period_overlap` at its bill_period_from_date).
  * Answers the validated data.
  */
-export async function importStatements({ db, events }: { db: Kysely<Database>; events: Events }, caller: Caller, body: CreateStatementsBody): Promise<CreateStatementsBody> {
+async function importStatements({ db, events }: ImportDeps, caller: Caller, body: CreateStatementsBody): Promise<CreateStatementsBody> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   await db.transaction().execute(async (trx) => {
     const account = await lockImportedAccount(trx, supplier.id, body.external_account_number);
@@ -92,4 +91,16 @@ function statementDifferences(row: StatementRow, item: StatementItem, index: num
     { name: 'gross_amount', stored: row.gross_amount, sent: decimalString(item.gross_amount), as: 'money' },
     { name: 'statement_path', stored: row.statement_path, sent: item.statement_path },
   ]);
+}
+
+/** The statements module as the composition root builds it (composition.ts). */
+export interface Statements {
+  /** POST statements/create/: the historical statements that are new added, all or none. */
+  import(caller: Caller, body: CreateStatementsBody): Promise<CreateStatementsBody>;
+  /** The same module over another handle of the store (a rehearsal's). */
+  on(db: Kysely<Database>): Statements;
+}
+
+export function createStatements(deps: ImportDeps): Statements {
+  return { import: (caller, body) => importStatements(deps, caller, body), on: (db) => createStatements({ ...deps, db }) };
 }

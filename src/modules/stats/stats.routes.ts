@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { StoreDeps } from '../../http/route-deps.ts';
 import { answer, badPathParameter, refusal } from '../../http/openapi.ts';
 import { AccountPathParams, SupplierPathParams } from '../../schemas/identifiers.ts';
 import { ACCOUNT_ATTEMPTS, SUPPLIER_STATS, SUPPLIERS } from './stats.examples.ts';
@@ -13,7 +13,7 @@ const NO_SUPPLIER = refusal(['not_found'], { detail: 'No import supplier with co
   note: 'No such import supplier for the caller\'s organisation.',
 });
 
-export const statsRoutes: FastifyPluginAsync<RouteDeps> = async (plugin, { db }) => {
+export const statsRoutes: FastifyPluginAsync<StoreDeps> = async (plugin, { db }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
   app.get('/stats/:import_supplier_code/', {
     schema: {

@@ -5,5 +5,5 @@ export { TRANSACTION_RESULTS } from './transactions.examples.ts';
 export { findBalance, findOpenPeriodStart } from './transactions.repository.ts';
 export { transactionsRoutes } from './transactions.routes.ts';
 export { CreateTransactionsBody } from './transactions.schemas.ts';
-export { importTransactions, transactionRows } from './transactions.service.ts';
+export { createTransactions, transactionRows, type Transactions } from './transactions.service.ts';
 export { MAX_BALANCE, transactionsInsertMany } from './transactions.repository.ts';

@@ -1,15 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
-import type { RouteDeps } from '../../http/route-deps.ts';
+import type { Transactions } from './transactions.service.ts';
 import { answer, refusal } from '../../http/openapi.ts';
 import { IMPORT_TRANSACTIONS, TRANSACTION_REFUSED, TRANSACTION_RESULTS } from './transactions.examples.ts';
 import {
   CreateTransactionsBody, CreateTransactionsQuery, CreateTransactionsResponse, TransactionImportError,
 } from './transactions.schemas.ts';
-import { importTransactions } from './transactions.service.ts';
 
-export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { db, events }) => {
+export const transactionsRoutes: FastifyPluginAsync<{ transactions: Transactions }> = async (app, { transactions }) => {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/transactions/create/', {
     schema: {
       tags: ['Imported data'],
@@ -38,7 +37,7 @@ export const transactionsRoutes: FastifyPluginAsync<RouteDeps> = async (app, { d
       },
     },
   }, async (request, reply) => {
-    const result = await importTransactions({ db, events }, callerOf(request), request.body, {
+    const result = await transactions.import(callerOf(request), request.body, {
       checkPreviouslyAdded: request.query.check_previously_added ?? true,
       forceAddToCurrentStatement: request.query.force_add_to_current_statement ?? true,
     });

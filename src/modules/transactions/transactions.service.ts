@@ -4,9 +4,8 @@ import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { conflictError, differences, type ComparedField } from '../../core/conflicts.ts';
 import { dayNumber } from '../../core/dates.ts';
-import { lockImportedAccount } from '../imported-accounts/index.ts';
+import { lockImportedAccount, type ImportDeps } from '../imported-accounts/index.ts';
 import type { Caller } from '../../core/caller.ts';
-import type { Events } from '../events/index.ts';
 import { insertNotes } from '../notes/index.ts';
 import { decimalString, moneyString } from '../../schemas/money.ts';
 import type { CreateTransactionsBody, CreateTransactionsResponse, TransactionData, TransactionItem } from './transactions.schemas.ts';
@@ -26,8 +25,8 @@ const NOTE_LISTS_AT_MOST = 20;
  * A transaction_id found on the account is TRANSACTION_ALREADY_EXISTS only when everything sent is what
  * was stored; otherwise the batch is a 400 `conflict` naming each differing field.
  */
-export async function importTransactions(
-  { db, events }: { db: Kysely<Database>; events: Events }, caller: Caller, body: CreateTransactionsBody, options: ImportOptions,
+async function importTransactions(
+  { db, events, clock }: ImportDeps, caller: Caller, body: CreateTransactionsBody, options: ImportOptions,
 ): Promise<CreateTransactionsResponse> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   return db.transaction().execute(async (trx) => {
@@ -85,7 +84,7 @@ export async function importTransactions(
     }
     if (moved.length > 0 && periodStart !== null) {
       await insertNotes(trx, account.id, [{
-        body: movedNoteBody(moved, periodStart), documentPaths: [], createdAt: new Date(), isPinned: true, unpinAt: null,
+        body: movedNoteBody(moved, periodStart), documentPaths: [], createdAt: clock.now(), isPinned: true, unpinAt: null,
       }]);
     }
     return {
@@ -164,4 +163,16 @@ function movedNoteBody(moved: Array<{ id: string; from: string }>, periodStart: 
   const listed = moved.slice(0, NOTE_LISTS_AT_MOST).map((m) => `${m.id} (${m.from})`).join(', ');
   const more = moved.length > NOTE_LISTS_AT_MOST ? ` and ${moved.length - NOTE_LISTS_AT_MOST} more` : '';
   return `Imported transactions dated before the open statement period were moved to its first day, ${periodStart}: ${listed}${more}.`;
+}
+
+/** The transactions module as the composition root builds it (composition.ts). */
+export interface Transactions {
+  /** POST transactions/create/ with its options: the batch added whole, or refused whole. */
+  import(caller: Caller, body: CreateTransactionsBody, options: ImportOptions): Promise<CreateTransactionsResponse>;
+  /** The same module over another handle of the store (a rehearsal's). */
+  on(db: Kysely<Database>): Transactions;
+}
+
+export function createTransactions(deps: ImportDeps): Transactions {
+  return { import: (caller, body, options) => importTransactions(deps, caller, body, options), on: (db) => createTransactions({ ...deps, db }) };
 }

@@ -63,7 +63,7 @@ export interface WebhookFanout {
 }
 
 /**
- * The process's fan-out, built once by the composition root (main.ts, worker.ts, the tests' app) once
+ * The process's fan-out, built once by the composition root (composition.ts) once
  * the queue is open: its trigger goes to createEvents, so that the many services recording events need
  * no queue of their own; its handler to the fan-out workers; its lookups are forgotten by the endpoint
  * routes and, after each import-admin command, by the admin socket. What it holds (which suppliers'
