@@ -211,7 +211,7 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       const sendOptions: PgBoss.SendOptions = {};
       if (trx) sendOptions.db = adapterFor(trx);
       if (id !== undefined) sendOptions.id = id;
-      if (startAfter !== undefined) sendOptions.startAfter = startAfter instanceof Date ? startAfter : startAfter;
+      if (startAfter !== undefined) sendOptions.startAfter = startAfter;
       if (singletonKey !== undefined) sendOptions.singletonKey = singletonKey;
       if (retryLimit !== undefined) sendOptions.retryLimit = retryLimit;
       if (retryDelay !== undefined) sendOptions.retryDelay = retryDelay;

@@ -3,7 +3,10 @@ import { describe, test } from 'node:test';
 import { SLOT_LOCK_SPACE } from '../../src/modules/account-imports/index.ts';
 import { isolatedDatabaseUrl, PG_ONLY, pgSession, PROCESS_URL, processAccount, stage, waitUntil } from '../support/imports.ts';
 import { request, startServer } from '../support/server-process.ts';
-import { buildTestApp, createTenant, type TestApp } from '../support/test-app.ts';
+import { buildTestApp, call, createTenant, type TestApp } from '../support/test-app.ts';
+import { sql } from 'kysely';
+import { JOBS, runJobToEnd, startJob } from '../support/jobs.ts';
+import { accountPayload } from '../support/payloads.ts';
 
 // Creates racing each other (D6) and the concurrency limit of spec 8, counted in PostgreSQL.
 const t = await buildTestApp();
@@ -16,6 +19,9 @@ const apps = PG_ONLY ? [] : [
   await buildTestApp({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2' }),
   await buildTestApp({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2' }),
 ];
+// A third instance over the same database, with a migration worker (one chunk per look of 6 records):
+// a job's chunk counts against the same limit.
+const chunker = PG_ONLY ? null : await buildTestApp({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2', WORKER_CONCURRENCY: '1', JOB_RETRY_DELAY_SECONDS: '1' });
 
 describe('concurrency (D6, spec 8)', () => {
   test('10 creates of one account at once make exactly one account; the others get a clear 400', async () => {
@@ -200,6 +206,46 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     } finally {
       await rowLock.end();
       await server.kill();
+    }
+  });
+
+  test('a job\'s chunk of new accounts takes one slot, not one per account; with none free it goes back to one record at a time', async () => {
+    const t3 = chunker!;
+    const tenant = await createTenant(t3);
+    const records = () => Array.from({ length: 6 }, () => ({ account: accountPayload(tenant.supplier) }));
+    /** How many distinct starts the create attempts of these accounts have (one: written as one set). */
+    const attemptStarts = async (batch: Array<{ account: { external_account_number: string } }>) => {
+      const { n } = await t3.store.db.selectFrom('create_attempts').select(sql<number>`count(DISTINCT started_at)::int`.as('n'))
+        .where('external_account_number', 'in', batch.map((r) => r.account.external_account_number)).executeTakeFirstOrThrow();
+      return n;
+    };
+    const holder = await pgSession(url);
+    try {
+      // One of the two slots is held elsewhere: the chunk's six accounts are still written as one set.
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1::int4, 1)', [SLOT_LOCK_SPACE]);
+      const batch = records();
+      const one = await runJobToEnd(t3, tenant, batch);
+      assert.deepEqual(one.lines.map((l) => [l.outcome, l.created]), Array.from({ length: 6 }, () => ['succeeded', true]));
+      assert.equal(await attemptStarts(batch), 1, 'one set: the six attempts share their start');
+
+      // Both slots held: the chunk is refused its slot and rolled back; its records wait, one at a
+      // time, as a create refused by the limit does, and all succeed once a slot is free.
+      await holder.query('SELECT pg_advisory_xact_lock($1::int4, 2)', [SLOT_LOCK_SPACE]);
+      const refused = records();
+      const id = await startJob(t3, tenant, refused);
+      const limited = () => t3.store.db.selectFrom('create_attempts').select('external_account_number').distinct()
+        .where('error_code', '=', 'concurrency_limit_exceeded').where('external_account_number', 'in', refused.map((r) => r.account.external_account_number)).execute();
+      await waitUntil(async () => (await limited()).length === 6, 'each record, on its own, is refused by the limit');
+      const waiting = await call(t3.app, 'GET', `${JOBS}${id}/`, { token: tenant.token });
+      assert.equal(waiting.json.counts.succeeded, 0, 'nothing written while no slot is free');
+      await holder.query('COMMIT');
+      await waitUntil(async () => (await call(t3.app, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json.state === 'completed', 'the job completes', 60_000);
+      const done = await call(t3.app, 'GET', `${JOBS}${id}/`, { token: tenant.token });
+      assert.deepEqual([done.json.counts.succeeded, done.json.counts.failed], [6, 0]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
     }
   });
 });

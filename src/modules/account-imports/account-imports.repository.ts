@@ -144,12 +144,6 @@ const stagedWithSlot = precompiled(3, (qb, importId: number, teamName: string, s
 const stagedWithoutSlot = precompiled(2, (qb, importId: number, teamName: string) =>
   stagedForCreate(qb, importId, teamName, sql<number | null>`NULL::int4`), { serverPrepared: true });
 
-/** The id of the operations team named `name`, or null when there is none. */
-export async function findTeamId(db: Db, name: string): Promise<number | null> {
-  const row = await db.selectFrom('operations_teams').select('id').where('name', '=', name).executeTakeFirst();
-  return row?.id ?? null;
-}
-
 /** A concurrency slot taken for the transaction (takeSlotExpr), or null when every one is taken. */
 export async function takeSlot(trx: Transaction<Database>, limit: number): Promise<number | null> {
   const { rows } = await sql<{ slot: number | null }>`SELECT ${takeSlotExpr(limit)} AS slot`.execute(trx);

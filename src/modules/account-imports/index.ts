@@ -5,7 +5,7 @@
 // (held by hand), the account tree's direct write, the lists' stream chunk size and the OpenAPI examples.
 export { ALREADY_IMPORTED, STAGED } from './account-imports.examples.ts';
 export { accountImportsRoutes } from './account-imports.routes.ts';
-export { findStagedNumbers, findTeamId } from './account-imports.repository.ts';
+export { findStagedNumbers } from './account-imports.repository.ts';
 export { STREAM_CHUNK_ROWS } from './account-lists.service.ts';
 export { accountTreeRows, supplyPointsOf } from './account-tree.builder.ts';
 export { type AccountTreeRows, findRegisteredIdentifiers, insertAccountWithTree } from './account-tree.repository.ts';

@@ -29,7 +29,7 @@ export const RECORD_DEAD_QUEUE = 'migration_record_dead';
  * instance set). A look that did run this long and is looked at again does no harm: a look is one
  * transaction, holding the job's row.
  */
-export const DISPATCH_EXPIRY = { expireInSeconds: 60 };
+const DISPATCH_EXPIRY = { expireInSeconds: 60 };
 
 /**
  * A record job's data: the job's records of `lines` (a chunk, run set-based, record-chunk.ts; one line
@@ -59,7 +59,17 @@ export function recordPolicy(config: Pick<JobsWorkerConfig, 'jobRetryLimit' | 'j
 export async function requestDispatch(
   queue: JobQueue, trx: Transaction<Database>, job: Pick<JobRow, 'id' | 'not_before' | 'not_after'>, now: Date,
 ): Promise<void> {
-  const startAfter = job.not_before && job.not_before > now ? job.not_before : undefined;
-  await queue.send(DISPATCH_QUEUE, { job_id: job.id }, { trx, startAfter, ...DISPATCH_EXPIRY });
+  await sendDispatch(queue, job.id, { trx, startAfter: job.not_before && job.not_before > now ? job.not_before : undefined });
   if (job.not_after) await queue.send(WINDOW_QUEUE, { job_id: job.id }, { trx, startAfter: job.not_after });
+}
+
+/**
+ * The dispatcher's next look at a job, with the dispatch queue's policy (its expiry is sent with every
+ * job, not only as the queue's default, which the first instance to start fixed): at `startAfter`
+ * (an instant, or seconds from now by the store's clock), inside `trx` when given.
+ */
+export async function sendDispatch(
+  queue: JobQueue, jobId: string, { trx, startAfter }: { trx?: Transaction<Database> | undefined; startAfter?: Date | number | undefined } = {},
+): Promise<void> {
+  await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { trx, startAfter, ...DISPATCH_EXPIRY });
 }

@@ -11,7 +11,7 @@ import { runChunk } from './record-chunk.ts';
 import { isActive } from './job-states.ts';
 import { recordJobEnded } from './job-events.ts';
 import {
-  DISPATCH_EXPIRY, DISPATCH_QUEUE, RECORD_DEAD_QUEUE, RECORD_QUEUE, WINDOW_QUEUE, defineMigrationQueues, recordPolicy,
+  DISPATCH_QUEUE, RECORD_DEAD_QUEUE, RECORD_QUEUE, WINDOW_QUEUE, defineMigrationQueues, recordPolicy, sendDispatch,
   type JobsWorkerConfig, type RecordJobData,
 } from './job-queues.ts';
 
@@ -81,7 +81,7 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
     const more = await repo.hasUnsent(trx, jobId);
     if (more) {
       const after = nextLookAfterMs(lines.length > 0, allowance.nextTokenMs);
-      await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { trx, startAfter: after / 1000, ...DISPATCH_EXPIRY });
+      await sendDispatch(queue, jobId, { trx, startAfter: after / 1000 });
     }
     return more;
   });
@@ -90,7 +90,7 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
   // ended: a record that saw others pending does not look for the job's end (finishRecord), and
   // those others may have been cancelled, or finished beside it, without it seeing; this ends such a job.
   if (!(await finishIfDone(store, jobId))) {
-    await queue.send(DISPATCH_QUEUE, { job_id: jobId }, { startAfter: RECHECK_FULL_AFTER_MS / 1000, ...DISPATCH_EXPIRY });
+    await sendDispatch(queue, jobId, { startAfter: RECHECK_FULL_AFTER_MS / 1000 });
   }
 }
 

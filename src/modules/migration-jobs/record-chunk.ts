@@ -2,7 +2,7 @@ import { AppError } from '../../core/errors.ts';
 import { isStoreUnavailable } from '../../db/errors.ts';
 import { validateAccountData, type AccountData, type Note } from '../account-data/index.ts';
 import {
-  findRegisteredIdentifiers, findStagedNumbers, findTeamId, supplyPointsOf, type NewAccount,
+  findRegisteredIdentifiers, findStagedNumbers, supplyPointsOf, type NewAccount,
 } from '../account-imports/index.ts';
 import { matchNotes, notesInsertMany, CreateNotesBody } from '../notes/index.ts';
 import { checkStatements, statementRows, statementsInsert, CreateStatementsBody } from '../statements/index.ts';
@@ -45,9 +45,10 @@ export interface ChunkResult { succeeded: RecordRow[]; rest: RecordRow[] }
 
 export async function runChunk(deps: PipelineDeps, job: WorkerJobRow, rows: RecordRow[]): Promise<ChunkResult> {
   const rest: RecordRow[] = [];
-  // The supplier must be open and the team must exist; otherwise every record fails, one at a time.
-  const teamId = job.supplier.status === 'ongoing' ? await findTeamId(deps.db, job.operations_team_name) : null;
-  if (teamId === null) return { succeeded: [], rest: rows };
+  // The supplier must be open; otherwise every record fails, one at a time. The team is the job's
+  // (read with the claim: a job's team exists, the job row refers to it).
+  if (job.supplier.status !== 'ongoing') return { succeeded: [], rest: rows };
+  const teamId = job.operations_team_id;
   let planned: Planned[] = [];
   for (const row of rows) {
     const plan = planOf(job, row);
