@@ -48,9 +48,8 @@ export interface StagedBatchRow { supplier_id: number; external_account_number: 
  * or marked to skip) is not returned and has no event.
  */
 export function upsertStagedBatch(rows: readonly StagedRowJson[]): RawBuilder<StagedBatchRow> {
-  const param = `[${rows.map((r) => `{"s":${r.supplierId},"e":${JSON.stringify(r.externalAccountNumber)},"d":${r.dataJson}}`).join(',')}]`;
   return sql<StagedBatchRow>`INSERT INTO account_imports AS ai (supplier_id, external_account_number, data)
-      SELECT x.s, x.e, x.d FROM jsonb_to_recordset(${param}::jsonb) AS x(s int8, e text, d jsonb)
+      ${stagedRowsOf(rows)}
       ON CONFLICT (supplier_id, external_account_number) DO UPDATE SET data = excluded.data, updated_at = now()
         WHERE ai.account_id IS NULL AND NOT ai.skipped
       RETURNING ai.supplier_id, ai.external_account_number, (xmax = 0) AS inserted`;
@@ -63,11 +62,19 @@ export function upsertStagedBatch(rows: readonly StagedRowJson[]): RawBuilder<St
  * written in the order given (the caller sorts them, as the staging writer does, against deadlocks).
  */
 export function insertFirstStages(rows: readonly StagedRowJson[]): RawBuilder<{ id: number; external_account_number: string }> {
-  const param = `[${rows.map((r) => `{"s":${r.supplierId},"e":${JSON.stringify(r.externalAccountNumber)},"d":${r.dataJson}}`).join(',')}]`;
   return sql<{ id: number; external_account_number: string }>`INSERT INTO account_imports (supplier_id, external_account_number, data)
-      SELECT x.s, x.e, x.d FROM jsonb_to_recordset(${param}::jsonb) AS x(s int8, e text, d jsonb)
+      ${stagedRowsOf(rows)}
       ON CONFLICT (supplier_id, external_account_number) DO NOTHING
       RETURNING id, external_account_number`;
+}
+
+/**
+ * Staged rows as a SELECT over ONE jsonb parameter: each row's data spliced in as the JSON text
+ * upsertStaged would send alone, so the stored jsonb is the same value.
+ */
+function stagedRowsOf(rows: readonly StagedRowJson[]): RawBuilder<unknown> {
+  const param = `[${rows.map((r) => `{"s":${r.supplierId},"e":${JSON.stringify(r.externalAccountNumber)},"d":${r.dataJson}}`).join(',')}]`;
+  return sql`SELECT x.s, x.e, x.d FROM jsonb_to_recordset(${param}::jsonb) AS x(s int8, e text, d jsonb)`;
 }
 
 /** Which of `externalAccountNumbers` the supplier has staged (or imported, or marked to skip) already. */
