@@ -272,7 +272,10 @@ export interface WorkerJobRow extends JobRow { supplier: Supplier }
  * A worker's one statement per record job: the job (with its supplier) and, when the job is under way
  * and neither it nor its supplier is paused, the records of `lines` claimed as claimRecord does, in
  * line order. `records` is empty when nothing was claimed (the job ended, was never started, is
- * paused, or the records are finished).
+ * paused, or the records are finished). The lines are one array (`= ANY(ARRAY(…))`), so the records
+ * are found by the primary key whatever the planner knows: as `line IN (subquery)`, a table never
+ * analysed (PGlite has no autovacuum) was read through the outcome index, every pending record of
+ * the job for each claim (115 ms a chunk at 90,000 pending against 1.4 ms; bench/findings.md).
  */
 export async function claimRecordsWithJob(db: Db, jobId: string, lines: readonly number[]): Promise<{ job?: WorkerJobRow; records: RecordRow[] }> {
   const { rows } = await sql<JobRow & {
@@ -287,7 +290,7 @@ export async function claimRecordsWithJob(db: Db, jobId: string, lines: readonly
     ), claimed AS (
       UPDATE migration_job_records r SET outcome = 'running', attempts = r.attempts + 1
       FROM job
-      WHERE r.job_id = ${jobId}::uuid AND r.line IN (SELECT jsonb_array_elements_text(${JSON.stringify(lines)}::jsonb)::int)
+      WHERE r.job_id = ${jobId}::uuid AND r.line = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(lines)}::jsonb)::int))
         AND r.outcome IN ('pending', 'running') AND job.state IN (${SQL_ACTIVE_JOB_STATES}) AND job.supplier_status <> 'paused' AND NOT job.paused
       RETURNING r.line, r.external_account_number, r.record, r.outcome, r.step, r.created, r.service_account_number,
         r.errors, r.warnings, r.attempts, r.finished_at
@@ -369,7 +372,7 @@ export async function markRecordCreated(db: Db, jobId: string, line: number, ser
  */
 export async function handBack(trx: Transaction<Database>, jobId: string, lines: number[]): Promise<void> {
   await sql`UPDATE migration_job_records SET outcome = 'pending', attempts = greatest(attempts - 1, 0)
-    WHERE job_id = ${jobId}::uuid AND outcome = 'running' AND line IN (SELECT jsonb_array_elements_text(${JSON.stringify(lines)}::jsonb)::int)`.execute(trx);
+    WHERE job_id = ${jobId}::uuid AND line = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(lines)}::jsonb)::int)) AND outcome = 'running'`.execute(trx);
 }
 
 /** A record waiting for its retry (a transient failure) is pending again meanwhile. */
