@@ -17,7 +17,10 @@ import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 // the order given, so ids follow positions. An account whose number is taken already is not
 // inserted (ON CONFLICT (number) DO NOTHING), so nothing under it finds its parent and nothing of it
 // is written: the caller draws it another number and writes it again. Any other unique conflict (an
-// electricity identifier on another account) fails the statement.
+// electricity identifier on another account) fails the statement. The parents' keys are MATERIALIZED:
+// a key CTE read once would be inlined into its children's join, and PostgreSQL, taking the RETURNING
+// rows for one, then joined a chunk's registers to every meter of the same position before their
+// points (4.5 million rows compared, 450 ms, for a chunk of 50); read as a whole, each is hashed once.
 type Trx = Transaction<Database>;
 
 /** A row of `T` as stored (jsonb columns as values, not text), without its ids and parent keys. */
@@ -91,7 +94,7 @@ export async function insertAccountsWithTrees(
       ORDER BY a.n
       ON CONFLICT (number) DO NOTHING
       RETURNING id, created_at, account_import_id
-    ), account_keys AS (
+    ), account_keys AS MATERIALIZED (
       -- The accounts inserted, by their place in the set (an import is created once: its id is unique).
       SELECT a.id, a.created_at, a.account_import_id, s.acct FROM account a JOIN account_rows s ON s.account_import_id = a.account_import_id
     ), customer_rows AS (
@@ -109,7 +112,7 @@ export async function insertAccountsWithTrees(
       FROM ${rowsOf('supply_addresses', ofSet(set, 'addresses'))} JOIN account_keys k ON ${ACCOUNT_OF_ROW}
       ORDER BY e.n
       RETURNING id, account_id, position
-    ), address_keys AS (
+    ), address_keys AS MATERIALIZED (
       SELECT a.id, a.account_id, k.acct, a.position FROM addresses a JOIN account_keys k ON k.id = a.account_id
     ), points AS (
       INSERT INTO supply_points (account_id, supply_address_id, position, supply_type, supply_start_date, last_billed_to_date,
@@ -120,7 +123,7 @@ export async function insertAccountsWithTrees(
         JOIN address_keys a ON a.acct = (e.j->>'acct')::int AND a.position = (e.j->>'address')::int
       ORDER BY e.n
       RETURNING id, supply_address_id, position
-    ), point_keys AS (
+    ), point_keys AS MATERIALIZED (
       SELECT p.id, a.acct, a.position AS address, p.position AS point FROM points p JOIN address_keys a ON a.id = p.supply_address_id
     ), agreement_rows AS (
       INSERT INTO agreements (supply_point_id, position, tariff_code, effective_from)
@@ -138,7 +141,7 @@ export async function insertAccountsWithTrees(
       FROM ${rowsOf('meters', ofSet(set, 'meters'))} JOIN point_keys k ON ${POINT_OF_ROW}
       ORDER BY e.n
       RETURNING id, supply_point_id, position
-    ), meter_keys AS (
+    ), meter_keys AS MATERIALIZED (
       SELECT m.id, k.acct, k.address, k.point, m.position AS meter FROM meter_rows m JOIN point_keys k ON k.id = m.supply_point_id
     ), register_rows AS (
       INSERT INTO registers (meter_id, position, register_type, whole_digits, decimal_digits, active_from, multiplier)
