@@ -12,8 +12,9 @@ import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 // round trip is where a create spent its time (docs/performance.md). Each table's rows travel as one
 // jsonb parameter read through the table's own row type (jsonb_populate_record), so there is no
 // bind-parameter limit to batch around. Children find their parent by position: an account by its
-// place in the set (`acct`), an address by (acct, address), a point by (acct, address, point), a
-// meter by (acct, address, point, meter), joined to the parents' RETURNING rows. Rows are inserted in
+// place in the set (`acct`), an address by `acct/address`, a point by `acct/address/point`, a
+// meter by `acct/address/point/meter` (each one text key, so that each join is on one column, which
+// PostgreSQL estimates sanely and hashes), joined to the parents' RETURNING rows. Rows are inserted in
 // the order given, so ids follow positions. An account whose number is taken already is not
 // inserted (ON CONFLICT (number) DO NOTHING), so nothing under it finds its parent and nothing of it
 // is written: the caller draws it another number and writes it again. Any other unique conflict (an
@@ -55,15 +56,20 @@ function rowsOf(table: keyof Database, rows: unknown[]) {
     CROSS JOIN LATERAL jsonb_populate_record(NULL::${sql.table(table)}, e.j) AS r`;
 }
 
-/** Each account's rows of one kind, in account order, each with its account's place in the set. */
+/**
+ * Each account's rows of one kind, in account order, each with the key of its parent: `acct` (its
+ * account's place in the set), `ak` (its address's), `pk` (its point's) or `mk` (its meter's).
+ */
 function ofSet<K extends keyof AccountTreeRows>(set: readonly AccountWithTree[], kind: K): unknown[] {
-  return set.flatMap(({ rows }, acct) => rows[kind].map((row) => ({ acct, ...row })));
+  return set.flatMap(({ rows }, acct) => (rows[kind] as Array<Record<string, unknown>>).map((row) => {
+    if (row.meter !== undefined) return { mk: `${acct}/${row.address}/${row.point}/${row.meter}`, ...row };
+    if (row.point !== undefined) return kind === 'points' ? { ak: `${acct}/${row.address}`, ...row } : { pk: `${acct}/${row.address}/${row.point}`, ...row };
+    return { acct, ...row };
+  }));
 }
 
 /** The account a row names by its place in the set, among `account_keys` as `k`. */
 const ACCOUNT_OF_ROW = sql`k.acct = (e.j->>'acct')::int`;
-/** The supply point a row names by (acct, address, point), among `point_keys` as `k`. */
-const POINT_OF_ROW = sql`${ACCOUNT_OF_ROW} AND k.address = (e.j->>'address')::int AND k.point = (e.j->>'point')::int`;
 
 /**
  * The accounts, their trees and their imports' links, in ONE statement. For each account of `set`
@@ -113,40 +119,40 @@ export async function insertAccountsWithTrees(
       ORDER BY e.n
       RETURNING id, account_id, position
     ), address_keys AS MATERIALIZED (
-      SELECT a.id, a.account_id, k.acct, a.position FROM addresses a JOIN account_keys k ON k.id = a.account_id
+      SELECT a.id, a.account_id, k.acct || '/' || a.position AS ak FROM addresses a JOIN account_keys k ON k.id = a.account_id
     ), points AS (
       INSERT INTO supply_points (account_id, supply_address_id, position, supply_type, supply_start_date, last_billed_to_date,
         identifier, details)
       SELECT a.account_id, a.id, (e.j->>'point')::int, r.supply_type, r.supply_start_date, r.last_billed_to_date,
         r.identifier, coalesce(r.details, '{}')
       FROM ${rowsOf('supply_points', ofSet(set, 'points'))}
-        JOIN address_keys a ON a.acct = (e.j->>'acct')::int AND a.position = (e.j->>'address')::int
+        JOIN address_keys a ON a.ak = e.j->>'ak'
       ORDER BY e.n
       RETURNING id, supply_address_id, position
     ), point_keys AS MATERIALIZED (
-      SELECT p.id, a.acct, a.position AS address, p.position AS point FROM points p JOIN address_keys a ON a.id = p.supply_address_id
+      SELECT p.id, a.ak || '/' || p.position AS pk FROM points p JOIN address_keys a ON a.id = p.supply_address_id
     ), agreement_rows AS (
       INSERT INTO agreements (supply_point_id, position, tariff_code, effective_from)
       SELECT k.id, r.position, r.tariff_code, r.effective_from
-      FROM ${rowsOf('agreements', ofSet(set, 'agreements'))} JOIN point_keys k ON ${POINT_OF_ROW}
+      FROM ${rowsOf('agreements', ofSet(set, 'agreements'))} JOIN point_keys k ON k.pk = e.j->>'pk'
       ORDER BY e.n
     ), reading_rows AS (
       INSERT INTO transfer_readings (supply_point_id, position, register_type, read_date, value)
       SELECT k.id, r.position, r.register_type, r.read_date, r.value
-      FROM ${rowsOf('transfer_readings', ofSet(set, 'readings'))} JOIN point_keys k ON ${POINT_OF_ROW}
+      FROM ${rowsOf('transfer_readings', ofSet(set, 'readings'))} JOIN point_keys k ON k.pk = e.j->>'pk'
       ORDER BY e.n
     ), meter_rows AS (
       INSERT INTO meters (supply_point_id, position, serial_number, subgroup, seal_date, meter_number, status, active_from, meter_type)
       SELECT k.id, r.position, r.serial_number, r.subgroup, r.seal_date, r.meter_number, r.status, r.active_from, r.meter_type
-      FROM ${rowsOf('meters', ofSet(set, 'meters'))} JOIN point_keys k ON ${POINT_OF_ROW}
+      FROM ${rowsOf('meters', ofSet(set, 'meters'))} JOIN point_keys k ON k.pk = e.j->>'pk'
       ORDER BY e.n
       RETURNING id, supply_point_id, position
     ), meter_keys AS MATERIALIZED (
-      SELECT m.id, k.acct, k.address, k.point, m.position AS meter FROM meter_rows m JOIN point_keys k ON k.id = m.supply_point_id
+      SELECT m.id, k.pk || '/' || m.position AS mk FROM meter_rows m JOIN point_keys k ON k.id = m.supply_point_id
     ), register_rows AS (
       INSERT INTO registers (meter_id, position, register_type, whole_digits, decimal_digits, active_from, multiplier)
       SELECT k.id, r.position, r.register_type, r.whole_digits, r.decimal_digits, r.active_from, r.multiplier
-      FROM ${rowsOf('registers', ofSet(set, 'registers'))} JOIN meter_keys k ON ${POINT_OF_ROW} AND k.meter = (e.j->>'meter')::int
+      FROM ${rowsOf('registers', ofSet(set, 'registers'))} JOIN meter_keys k ON k.mk = e.j->>'mk'
       ORDER BY e.n
     ), note_rows AS (
       INSERT INTO notes (account_id, body, document_paths, created_at, is_pinned, unpin_at)
