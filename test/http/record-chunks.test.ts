@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import type { AccountData } from '../../src/modules/account-data/index.ts';
+import { createImports, supplyPointsOf } from '../../src/modules/account-imports/index.ts';
+import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/index.ts';
+import { newAccountRow } from '../support/accounts.ts';
 import { PG_ONLY, PROCESS_URL, STAGE_URL, pgSession, stageAndCreate, waitUntil } from '../support/imports.ts';
 import { runJobToEnd } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
@@ -104,6 +107,57 @@ describe('a chunk of new, clean records', () => {
     const { rows: emails } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox_emails o JOIN accounts a ON a.id = o.account_id
       JOIN import_suppliers s ON s.id = a.supplier_id WHERE s.code = ${chunked.supplier}`.execute(db);
     assert.equal(emails[0]!.n, 12);
+  });
+});
+
+describe('a chunk whose drawn account numbers collide', () => {
+  test('an account whose number is taken (by a stored account, or earlier in its own set) is written again under another, whole and once', async () => {
+    const tenant = await createTenant(t, { customerEmails: true });
+    // A stored account holds the first number drawn.
+    const holder = await newAccountRow(t, tenant);
+    const held = await db.insertInto('accounts').values(holder).returning('id').executeTakeFirstOrThrow();
+    const supplier = (await findSupplierByCode(db, tenant.supplier))!;
+    const team = (await findTeamByName(db, tenant.team))!;
+    const payloads = Array.from({ length: 3 }, () => accountPayload(tenant.supplier))
+      .sort((a, b) => (a.external_account_number < b.external_account_number ? -1 : 1));
+    // The set's first account draws the holder's number; the second and the third draw one number
+    // together (the third collides with the second, in the same statement); then each a free one.
+    const suffix = Date.now().toString(36).toUpperCase().slice(-6);
+    const draws = [holder.number, `A-DU${suffix}`, `A-DU${suffix}`, `A-R1${suffix}`, `A-R2${suffix}`];
+    let drawn = 0;
+    const imports = createImports({
+      store: t.store, events: t.events, queue: t.queue, clock: t.clock, processConcurrencyLimit: 0, drawAccountNumber: () => draws[drawn++]!,
+    });
+    const created = await db.transaction().execute((trx) => imports.createNewAccounts(trx, supplier, team.id,
+      payloads.map((data) => ({ externalAccountNumber: data.external_account_number, data }))));
+    assert.equal(drawn, 5);
+    assert.deepEqual(created.map((c) => [c.externalAccountNumber, c.serviceAccountNumber]),
+      payloads.map((p, i) => [p.external_account_number, [draws[3], draws[1], draws[4]][i]]));
+
+    // Nothing of the set landed on the holder.
+    for (const table of ['customers', 'supply_addresses', 'supply_points', 'notes', 'outbox_emails'] as const) {
+      const rows = await db.selectFrom(table).select('id').where('account_id', '=', held.id).execute();
+      assert.equal(rows.length, 0, `${table} under the holder`);
+    }
+    // Each account holds its own tree, once, linked from its import, and its customers' emails carry its number.
+    for (const [i, c] of created.entries()) {
+      const payload = payloads[i]!;
+      const account = await db.selectFrom('accounts').select(['id', 'number', 'account_import_id', 'metadata']).where('id', '=', c.accountId).executeTakeFirstOrThrow();
+      assert.equal(account.number, c.serviceAccountNumber);
+      assert.deepEqual(account.metadata, payload.metadata);
+      const linked = await db.selectFrom('account_imports').select('account_id').where('id', '=', account.account_import_id).executeTakeFirstOrThrow();
+      assert.equal(linked.account_id, c.accountId);
+      const customers = await db.selectFrom('customers').select(['given_name', 'email']).where('account_id', '=', c.accountId).orderBy('position').execute();
+      assert.deepEqual(customers.map((x) => [x.given_name, x.email]), payload.customers.map((x) => [x.given_name, x.email ?? null]));
+      const points = await db.selectFrom('supply_points').select(['id', 'identifier']).where('account_id', '=', c.accountId).orderBy('id').execute();
+      assert.deepEqual(points.map((p) => p.identifier), supplyPointsOf(payload).map((ref) => (ref.point.supply_type === 'ELECTRICITY' ? ref.point.identifier : null)));
+      const meters = await db.selectFrom('meters').select('serial_number').where('supply_point_id', 'in', points.map((p) => p.id)).orderBy('id').execute();
+      assert.deepEqual(meters.map((m) => m.serial_number),
+        supplyPointsOf(payload).flatMap((ref) => (ref.point.supply_type === 'ELECTRICITY' ? (ref.point.meters ?? []).map((m) => m.serial_number) : [])));
+      const emails = await db.selectFrom('outbox_emails').select(['recipient', 'subject']).where('account_id', '=', c.accountId).orderBy('id').execute();
+      assert.deepEqual(emails.map((e) => [e.recipient, e.subject.includes(c.serviceAccountNumber)]),
+        payload.customers.filter((x) => x.email).map((x) => [x.email, true]));
+    }
   });
 });
 

@@ -23,6 +23,8 @@ export interface ImportsDeps {
   clock: Clock;
   /** Creates running at once, at most (0: no limit). */
   processConcurrencyLimit: number;
+  /** Where new accounts' numbers are drawn: newAccountNumber, unless a test forces a collision with its own. */
+  drawAccountNumber?: (() => string) | undefined;
 }
 
 export interface Imports {
@@ -47,7 +49,8 @@ export function createImports(deps: ImportsDeps): Imports {
 }
 
 function bound(deps: ImportsDeps, db: Kysely<Database>, staging: StagingWriter): Imports {
-  const parts = { db, staging, events: deps.events, queue: deps.queue, clock: deps.clock, processConcurrencyLimit: deps.processConcurrencyLimit };
+  const parts = { db, staging, events: deps.events, queue: deps.queue, clock: deps.clock, processConcurrencyLimit: deps.processConcurrencyLimit,
+    drawAccountNumber: deps.drawAccountNumber };
   return {
     stage: (caller, data) => stageAccount(parts, caller, data),
     create: (caller, body, options = {}) => createAccount({ ...parts, onCreated: options.onCreated }, caller, body),

@@ -16,7 +16,7 @@ import type { ProcessAccountBody, ProcessAccountResponse } from './account-impor
 import * as imports from './account-imports.repository.ts';
 import { newAccountNumber } from './account-number.ts';
 import { accountTreeRows, supplyPointsOf } from './account-tree.builder.ts';
-import { findRegisteredIdentifiers, insertAccountWithTree } from './account-tree.repository.ts';
+import { findRegisteredIdentifiers, insertAccountsWithTrees, type AccountWithTree } from './account-tree.repository.ts';
 import * as errors from './import-errors.ts';
 
 // Create (spec 4.3, D6): checks in the order of D4, then the whole account in ONE transaction.
@@ -44,6 +44,8 @@ export interface CreateAccountDeps {
    * its record as the one that created the account, so the mark survives a crash right after.
    */
   onCreated?: ((trx: Transaction<Database>, serviceAccountNumber: string) => Promise<void>) | undefined;
+  /** Where new accounts' numbers are drawn: newAccountNumber, unless a test forces a collision with its own. */
+  drawAccountNumber?: (() => string) | undefined;
 }
 
 const IDENTIFIER_KEY = 'supply_points_identifier_key';
@@ -123,7 +125,7 @@ async function create(
       // the same answer, since nothing after that point can fail first.
       data = state.data as AccountData;
 
-      const { number, createdAt } = await buildAccount(trx, deps.queue, { importId: state.id, ext, supplier, teamId: state.team_id, data });
+      const [{ number, createdAt }] = await buildAccounts(trx, deps, supplier, state.team_id, [{ importId: state.id, ext, data }]) as [BuiltAccount];
       if (body.dry_run === true) throw new DryRunRollback();
       await deps.onCreated?.(trx, number);
       await deps.events.record(trx, [{
@@ -161,15 +163,16 @@ export class NewAccountsRaced extends Error {}
  * Creates accounts never staged before, all in the caller's transaction (a migration job's set of new
  * accounts), with what a stage and a create of each would write: the first stage of each
  * (`import_process.staged`, first_staging), the account and its tree by the create's own writer
- * (buildAccount, welcome emails included), and the created attempt with `import_process.completed`.
- * Each kind of row is written for the whole set in one statement, the accounts one statement each.
+ * (buildAccounts, welcome emails included), and the created attempt with `import_process.completed`.
+ * Each kind of row is written for the whole set in one statement, the accounts and their trees too
+ * (and again for the few whose drawn number was taken).
  * The set takes one concurrency slot (concurrency_limit_exceeded when none is free). An account staged
  * by anything before this commits is NewAccountsRaced, and an electricity identifier another
  * account took meanwhile is the unique index's error: either way the caller rolls the whole set back
  * and runs each account on its own. `accounts` are sorted by the caller, and not empty.
  */
 export async function createNewAccounts(
-  trx: Transaction<Database>, deps: Pick<CreateAccountDeps, 'queue' | 'events' | 'clock' | 'processConcurrencyLimit'>,
+  trx: Transaction<Database>, deps: Pick<CreateAccountDeps, 'queue' | 'events' | 'clock' | 'processConcurrencyLimit' | 'drawAccountNumber'>,
   supplier: Supplier, teamId: number, accounts: readonly NewAccount[],
 ): Promise<CreatedAccount[]> {
   if (deps.processConcurrencyLimit > 0) {
@@ -184,11 +187,10 @@ export async function createNewAccounts(
   })), imports.insertFirstStages(staged.map(({ ext, data }) => ({ supplierId: supplier.id, externalAccountNumber: ext, dataJson: JSON.stringify(data) }))));
   if (stagedRows.length < staged.length) throw new NewAccountsRaced();
   const importIds = new Map(stagedRows.map((row) => [row.external_account_number, row.id]));
-  const created: CreatedAccount[] = [];
-  for (const { ext, data } of staged) {
-    const made = await buildAccount(trx, deps.queue, { importId: importIds.get(ext)!, ext, supplier, teamId, data });
-    created.push({ externalAccountNumber: ext, accountId: made.id, serviceAccountNumber: made.number, createdAt: made.createdAt });
-  }
+  const built = await buildAccounts(trx, deps, supplier, teamId, staged.map(({ ext, data }) => ({ importId: importIds.get(ext)!, ext, data })));
+  const created: CreatedAccount[] = built.map((made, i) => ({
+    externalAccountNumber: staged[i]!.ext, accountId: made.id, serviceAccountNumber: made.number, createdAt: made.createdAt,
+  }));
   await deps.events.record(trx, created.map((c) => ({
     supplierId: supplier.id, type: 'import_process.completed' as const, externalAccountNumber: c.externalAccountNumber,
     data: { service_account_number: c.serviceAccountNumber, account_created_at: utcSeconds(c.createdAt) },
@@ -214,34 +216,57 @@ async function identifierTaken(db: Kysely<Database>, data: AccountData): Promise
     `supply_addresses.${taken.addressIndex}.supply_points.${taken.pointIndex}.identifier`);
 }
 
-async function buildAccount(
-  trx: Transaction<Database>, queue: JobQueue, input: { importId: number; ext: string; supplier: Supplier; teamId: number; data: AccountData },
-): Promise<{ id: number; number: string; createdAt: Date }> {
-  const { data, supplier } = input;
-  const row = {
-    account_import_id: input.importId,
-    supplier_id: supplier.id,
-    external_account_number: input.ext,
-    operations_team_id: input.teamId,
-    billing_street_address: data.billing_address.street_address,
-    billing_locality: data.billing_address.locality ?? null,
-    billing_administrative_area: data.billing_address.administrative_area ?? null,
-    billing_country: data.billing_address.country,
-    billing_postal_code: data.billing_address.postal_code,
-    unknown_occupier: data.unknown_occupier ?? null,
-    metadata: JSON.stringify(data.metadata ?? []),
-  };
-  const tree = accountTreeRows(data);
-  let created: { id: number; created_at: Date } | undefined;
-  let number = '';
-  for (let tries = 0; !created; tries += 1) {
-    if (tries === 5) throw new Error('could not draw a free account number in 5 tries');
-    number = newAccountNumber();
-    created = await insertAccountWithTree(trx, { ...row, number }, tree);
+interface BuiltAccount { id: number; number: string; createdAt: Date }
+
+/** The number of tries an account's number is drawn before its create fails. */
+const NUMBER_TRIES = 5;
+
+/**
+ * Writes new accounts with their trees (one statement for them all) and queues their welcome emails
+ * (in one go), in the caller's transaction; their ids, numbers and creation times, in the order given.
+ * An account whose drawn number is taken already was not written: those few are written again, with
+ * new numbers, by the same statement.
+ */
+async function buildAccounts(
+  trx: Transaction<Database>, deps: Pick<CreateAccountDeps, 'queue' | 'drawAccountNumber'>, supplier: Supplier, teamId: number,
+  inputs: ReadonlyArray<{ importId: number; ext: string; data: AccountData }>,
+): Promise<BuiltAccount[]> {
+  const draw = deps.drawAccountNumber ?? newAccountNumber;
+  const set: AccountWithTree[] = inputs.map(({ importId, ext, data }) => ({
+    account: {
+      number: '',
+      account_import_id: importId,
+      supplier_id: supplier.id,
+      external_account_number: ext,
+      operations_team_id: teamId,
+      billing_street_address: data.billing_address.street_address,
+      billing_locality: data.billing_address.locality ?? null,
+      billing_administrative_area: data.billing_address.administrative_area ?? null,
+      billing_country: data.billing_address.country,
+      billing_postal_code: data.billing_address.postal_code,
+      unknown_occupier: data.unknown_occupier ?? null,
+      metadata: data.metadata ?? [],
+    },
+    rows: accountTreeRows(data),
+  }));
+  const built: Array<BuiltAccount | undefined> = new Array(inputs.length);
+  let pending = set.map((_, i) => i);
+  for (let tries = 0; pending.length > 0; tries += 1) {
+    if (tries === NUMBER_TRIES) throw new Error(`could not draw a free account number in ${NUMBER_TRIES} tries`);
+    for (const i of pending) set[i]!.account.number = draw();
+    const made = await insertAccountsWithTrees(trx, pending.map((i) => set[i]!));
+    pending = pending.filter((i, k) => {
+      const row = made[k];
+      if (row) built[i] = { id: row.id, number: set[i]!.account.number, createdAt: row.created_at };
+      return !row;
+    });
   }
+  const accounts = built as BuiltAccount[];
   if (supplier.customer_emails) {
-    const emails = data.customers.flatMap((c) => welcomeEmail(c, number) ?? []);
-    await queueEmails(queue, trx, created.id, emails);
+    await queueEmails(deps.queue, trx, inputs.flatMap(({ data }, i) => {
+      const { id, number } = accounts[i]!;
+      return data.customers.flatMap((c) => welcomeEmail(c, number) ?? []).map((email) => ({ accountId: id, ...email }));
+    }));
   }
-  return { id: created.id, number, createdAt: created.created_at };
+  return accounts;
 }

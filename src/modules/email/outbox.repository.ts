@@ -10,12 +10,13 @@ type Db = Kysely<Database>;
 
 export const WELCOME_EMAIL_QUEUE = 'welcome_email';
 
+/** Queues emails to any number of accounts: their rows in one statement, their jobs in one more. */
 export async function queueEmails(
-  queue: JobQueue, trx: Transaction<Database>, accountId: number, emails: WelcomeEmail[],
+  queue: JobQueue, trx: Transaction<Database>, emails: Array<WelcomeEmail & { accountId: number }>,
 ): Promise<void> {
   if (emails.length === 0) return;
   const rows = await trx.insertInto('outbox_emails')
-    .values(emails.map((e) => ({ account_id: accountId, recipient: e.recipient, subject: e.subject, body: e.body })))
+    .values(emails.map((e) => ({ account_id: e.accountId, recipient: e.recipient, subject: e.subject, body: e.body })))
     .returning('id').execute();
   await queue.sendMany(WELCOME_EMAIL_QUEUE, rows.map((r) => ({ email_id: r.id })), { trx });
 }
