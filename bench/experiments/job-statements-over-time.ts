@@ -1,0 +1,55 @@
+import { sql } from 'kysely';
+import { openStore } from '../../src/db/store.ts';
+import { migrate } from '../../src/db/migrate.ts';
+
+// An experiment, not the product: a migration job's own statements, run as its dispatcher and
+// workers run them (send 800, claim chunks of 50, succeed them, look for the end), on a table never
+// analysed (PGlite has no autovacuum), with each statement's time printed every 5,000 records: a
+// statement whose time grows as the job goes on is what slows a big job down.
+// node --import tsx bench/experiments/job-statements-over-time.ts  (N records, default 50,000)
+const store = await openStore({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory://' });
+await migrate(store);
+const db = store.db;
+const N = Number(process.env.N ?? 50_000);
+await sql`INSERT INTO organisations (name) VALUES ('o')`.execute(db);
+await sql`INSERT INTO import_suppliers (code, organisation_id) VALUES ('S', (SELECT id FROM organisations LIMIT 1))`.execute(db);
+await sql`INSERT INTO operations_teams (name) VALUES ('t')`.execute(db);
+const job = '00000000-0000-4000-8000-000000000001';
+await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, state) VALUES (${job}::uuid, (SELECT id FROM import_suppliers LIMIT 1), (SELECT id FROM operations_teams LIMIT 1), 'running')`.execute(db);
+await sql`INSERT INTO migration_job_records (job_id, line, external_account_number, record)
+  SELECT ${job}::uuid, g, 'E' || g, '{"a":1}'::jsonb FROM generate_series(1, ${N}) g`.execute(db);
+
+const spent: Record<string, number> = {};
+async function timed<T>(name: string, run: () => Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  try { return await run(); } finally { spent[name] = (spent[name] ?? 0) + performance.now() - t0; }
+}
+const takeUnsent = (limit: number) => timed('takeUnsent', async () => (await sql<{ line: number }>`WITH picked AS MATERIALIZED (
+    SELECT line FROM migration_job_records WHERE job_id = ${job}::uuid AND outcome = 'pending' AND NOT enqueued
+    ORDER BY line LIMIT ${limit} FOR UPDATE SKIP LOCKED
+  )
+  UPDATE migration_job_records SET enqueued = true
+  WHERE job_id = ${job}::uuid AND line IN (SELECT line FROM picked)
+  RETURNING line`.execute(db)).rows.map((r) => r.line).sort((a, b) => a - b));
+const queue: number[] = await takeUnsent(800);
+let done = 0;
+while (queue.length > 0) {
+  const lines = queue.splice(0, 50);
+  await timed('claim', () => sql`UPDATE migration_job_records r SET outcome = 'running', attempts = r.attempts + 1
+    WHERE r.job_id = ${job}::uuid AND r.line = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(lines)}::jsonb)::int))
+      AND r.outcome IN ('pending', 'running')`.execute(db));
+  await timed('finishSucceeded', () => sql`UPDATE migration_job_records r SET outcome = 'succeeded', finished_at = now()
+    FROM jsonb_to_recordset(${JSON.stringify(lines.map((l) => ({ l })))}::jsonb) AS x(l int)
+    WHERE r.job_id = ${job}::uuid AND r.line = x.l AND r.outcome = 'running'`.execute(db));
+  await timed('hasUnfinished', () => sql`(SELECT 'pending' AS outcome FROM migration_job_records WHERE job_id = ${job}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1)
+    UNION ALL (SELECT 'running' FROM migration_job_records WHERE job_id = ${job}::uuid AND outcome = 'running' ORDER BY line LIMIT 1)`.execute(db));
+  await timed('countInFlight', () => sql`SELECT count(*)::int AS n FROM (SELECT 1 FROM migration_job_records
+    WHERE job_id = ${job}::uuid AND enqueued AND outcome IN ('pending', 'running') LIMIT 800) AS r`.execute(db));
+  queue.push(...await takeUnsent(50));
+  done += lines.length;
+  if (done % 5000 === 0) {
+    console.log(`${done} records: ${Object.entries(spent).map(([k, v]) => `${k} ${(v / 100).toFixed(2)} ms`).join(', ')} (per chunk)`);
+    for (const k of Object.keys(spent)) spent[k] = 0;
+  }
+}
+await store.close();
