@@ -49,5 +49,52 @@ function compilePatternsOnce(): boolean {
 /** Whether the library runs with the compiled patterns (a test checks it, so an upgrade that moves the helper is noticed). */
 export const phonePatternsCompiledOnce = compilePatternsOnce();
 
-export const { parsePhoneNumberFromString } = library;
-export type { CountryCode } from 'libphonenumber-js/max';
+// The parse itself, called without the public function's layers. `parsePhoneNumberFromString(text,
+// options)` of the max build copies its arguments and appends the metadata (`call`), normalises
+// them (`normalizeArguments`), drops a default country the metadata does not know, and copies the
+// options twice more with Babel's object-spread helper to add `v2: true` before it calls the
+// library's `parse(text, { v2: true, … }, metadata)`, answering undefined for a ParseError. Those
+// layers were a third of what a phone check cost (getting on for a tenth of validate-account's CPU).
+// Here the same `parse` is called with the same options and the same metadata, and a ParseError is
+// undefined as there: the same PhoneNumber, or the same undefined, for every input. As with the
+// helper above, a version that moves `parse` or `ParseError` gets the public function instead.
+type ParsedPhoneNumber = NonNullable<ReturnType<typeof PhoneLibrary.parsePhoneNumberFromString>>;
+type ParseFunction = (text: string, options: { v2: true; defaultCountry: string | undefined; extract: false }, metadata: unknown) => ParsedPhoneNumber;
+
+function libraryParse(): { parse: ParseFunction; ParseError: new () => Error; metadata: unknown } | undefined {
+  try {
+    const build = join(dirname(loadCommonJs.resolve('libphonenumber-js/max')), '../build');
+    const parse = (loadCommonJs(join(build, 'parse.js')) as { default?: unknown }).default;
+    const ParseError = (loadCommonJs(join(build, 'ParseError.js')) as { default?: unknown }).default;
+    const metadata = loadCommonJs('libphonenumber-js/metadata.max.json') as unknown;
+    if (typeof parse !== 'function' || typeof ParseError !== 'function' || ParseError !== library.ParseError) return undefined;
+    return { parse: parse as ParseFunction, ParseError: ParseError as new () => Error, metadata };
+  } catch {
+    return undefined;
+  }
+}
+
+const direct = libraryParse();
+
+/** Whether phone numbers are parsed without the public function's layers (a test checks it, as above). */
+export const phoneParseDirect = direct !== undefined;
+
+/**
+ * `parsePhoneNumberFromString(text, { defaultCountry, extract: false })` of libphonenumber-js/max:
+ * the number (`defaultCountry` reads a number without `+`), or undefined when it cannot be parsed.
+ */
+export function parsePhoneNumber(text: string, defaultCountry: string | undefined): ParsedPhoneNumber | undefined {
+  if (!direct) {
+    return library.parsePhoneNumberFromString(text, defaultCountry === undefined
+      ? { extract: false }
+      : { defaultCountry: defaultCountry as PhoneLibrary.CountryCode, extract: false });
+  }
+  // The public function forgets a default country its metadata does not know.
+  const known = defaultCountry !== undefined && library.isSupportedCountry(defaultCountry) ? defaultCountry : undefined;
+  try {
+    return direct.parse(text, { v2: true, defaultCountry: known, extract: false }, direct.metadata);
+  } catch (error) {
+    if (error instanceof direct.ParseError) return undefined;
+    throw error;
+  }
+}
