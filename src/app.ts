@@ -74,8 +74,10 @@ export async function buildApp({ modules, config = modules.config, logger, readi
   registerBodyReading(app, config.bodyLimitBytes);
   registerShutdownAnswers(app, readiness);
 
-  app.addHook('onSend', async (request, reply) => {
+  // A callback hook (no promise per answer); `done()` keeps the payload as it is.
+  app.addHook('onSend', (request, reply, _payload, done) => {
     void reply.header('x-request-id', request.id);
+    done();
   });
 
   app.setValidatorCompiler(compileRequestValidator);

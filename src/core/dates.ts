@@ -24,14 +24,21 @@ function digitsAt(text: string, at: number, count: number): number {
   return n;
 }
 
-/** Year, month and day of a `YYYY-MM-DD` string (the parts may be out of range), or null. */
-function partsOf(value: string): [number, number, number] | null {
-  if (value.length !== 10 || value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45) return null;
+/**
+ * Year, month and day of a `YYYY-MM-DD` string (the parts may be out of range) as one number,
+ * YYYYMMDD, or -1: no array is made for the dates of every body, each read several times.
+ */
+function packedOf(value: string): number {
+  if (value.length !== 10 || value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45) return -1;
   const year = digitsAt(value, 0, 4);
   const month = digitsAt(value, 5, 2);
   const day = digitsAt(value, 8, 2);
-  return year < 0 || month < 0 || day < 0 ? null : [year, month, day];
+  return year < 0 || month < 0 || day < 0 ? -1 : year * 10_000 + month * 100 + day;
 }
+
+const yearOf = (packed: number): number => Math.floor(packed / 10_000);
+const monthOf = (packed: number): number => Math.floor(packed / 100) % 100;
+const dayOf = (packed: number): number => packed % 100;
 
 function isLeapYear(year: number): boolean {
   return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
@@ -66,15 +73,17 @@ export function isUtcDateTime(value: string): boolean {
 /** A real calendar date in YYYY-MM-DD form (UTC, no time zone involved). */
 export function isRealDate(value: unknown): value is string {
   if (typeof value !== 'string') return false;
-  const parts = partsOf(value);
-  return parts !== null && isRealDay(parts[0], parts[1], parts[2]);
+  const packed = packedOf(value);
+  return packed >= 0 && isRealDay(yearOf(packed), monthOf(packed), dayOf(packed));
 }
 
 /** Days since 1970-01-01 of a real YYYY-MM-DD date: the value dates are compared by. */
 export function dayNumber(date: string): number {
-  const parts = partsOf(date);
-  if (!parts) throw new Error(`not a YYYY-MM-DD date: ${date}`);
-  const [year, month, day] = parts;
+  const packed = packedOf(date);
+  if (packed < 0) throw new Error(`not a YYYY-MM-DD date: ${date}`);
+  const year = yearOf(packed);
+  const month = monthOf(packed);
+  const day = dayOf(packed);
   if (isRealDay(year, month, day)) return daysFromCivil(year, month, day);
   // Not a real date (callers check first): a month or day out of range rolls over, as Date does.
   const d = new Date(0);

@@ -21,10 +21,12 @@ export function registerMetrics(app: FastifyInstance, scrapeToken: string | unde
     name: 'http_request_duration_seconds', help: 'HTTP request duration by route', labelNames: ['method', 'route'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [open],
   });
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook, not an async one: it runs on every answer.
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     requests.inc({ method: request.method, route, status: reply.statusCode });
     duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    done();
   });
   const expected = scrapeToken === undefined ? undefined : digest(scrapeToken);
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {

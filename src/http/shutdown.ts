@@ -19,12 +19,15 @@ export function registerShutdownAnswers(app: FastifyInstance, readiness: Readine
     closing = true;
     readiness.draining = true;
   });
-  app.addHook('onRequest', async () => {
-    if (closing) {
-      throw new AppError('service_unavailable', 'This instance is shutting down; retry the request.', {
-        headers: { Connection: 'close', 'Retry-After': '1' },
-      });
+  // A callback hook, not an async one: it runs on every request and almost always has nothing to do.
+  app.addHook('onRequest', (_request, _reply, done) => {
+    if (!closing) {
+      done();
+      return;
     }
+    done(new AppError('service_unavailable', 'This instance is shutting down; retry the request.', {
+      headers: { Connection: 'close', 'Retry-After': '1' },
+    }));
   });
 }
 

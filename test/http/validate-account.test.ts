@@ -6,7 +6,7 @@ import {
   AccountData, COVER_MATERIALS, ENERGIZATION_STATUSES, METER_BASES, METER_PHASES, METER_STATUSES, REGISTER_TYPES,
   SUPPLY_TYPES, validateAccountData,
 } from '../../src/modules/account-data/index.ts';
-import { phonePatternsCompiledOnce } from '../../src/modules/account-data/index.ts';
+import { phoneParseDirect, phonePatternsCompiledOnce } from '../../src/modules/account-data/index.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant } from '../support/test-app.ts';
@@ -256,6 +256,10 @@ describe('validate-account: UK numbers reserved for drama', () => {
 
   test('the phone library runs with its metadata patterns compiled once (an upgrade that moves its helper fails here)', () => {
     assert.equal(phonePatternsCompiledOnce, true);
+  });
+
+  test('phone numbers are parsed without the public function\'s layers (an upgrade that moves its parse fails here)', () => {
+    assert.equal(phoneParseDirect, true);
   });
 
   test('an invalid number outside those ranges keeps the format message', async () => {

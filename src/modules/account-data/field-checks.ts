@@ -1,7 +1,7 @@
 import countries from 'i18n-iso-countries';
 import { isRealDate } from '../../core/dates.ts';
 import { NO_FINDINGS, type RuleCheck } from '../../core/rules.ts';
-import { parsePhoneNumberFromString, type CountryCode } from './phone-library.ts';
+import { parsePhoneNumber } from './phone-library.ts';
 
 export { isRealDate };
 
@@ -25,8 +25,6 @@ export function isEmail(value: string): boolean {
   return EMAIL.test(value);
 }
 
-const INTERNATIONAL = { extract: false } as const;
-
 /** The detail of a number that is shaped like one of its country calling code but in no range in use. */
 const unallocatedNumberDetail = (callingCode: string): string =>
   `This number has a valid format for country code +${callingCode} but is not a real number: no numbers are allocated in its range.`;
@@ -42,9 +40,11 @@ const unallocatedNumberDetail = (callingCode: string): string =>
 export function phoneNumberProblem(value: string, country: string | undefined, malformed: string): string | null {
   const international = value.startsWith('+');
   if (!international && !country) return malformed;
-  const parsed = parsePhoneNumberFromString(value, international ? INTERNATIONAL : { defaultCountry: country as CountryCode, extract: false });
+  const parsed = parsePhoneNumber(value, international ? undefined : country);
   if (parsed?.isValid()) return null;
-  if (isDramaNumber(value, country)) return DRAMA_NUMBER_DETAIL;
+  // The drama check reads the number as it was just read (international, or national in GB), so
+  // the parse is not made twice.
+  if ((international || country === 'GB') && isDramaRange(parsed)) return DRAMA_NUMBER_DETAIL;
   return parsed?.isPossible() ? unallocatedNumberDetail(parsed.countryCallingCode) : malformed;
 }
 
@@ -60,11 +60,8 @@ const UK_DRAMA_RANGES = [
 
 export const DRAMA_NUMBER_DETAIL = 'This number is in a UK range reserved for drama and fiction (TV, film, books): it is not a real phone number.';
 
-/** A UK number from a range reserved for drama (international, or national when `country` is GB). */
-export function isDramaNumber(value: string, country?: string): boolean {
-  const international = value.startsWith('+');
-  if (!international && country !== 'GB') return false;
-  const parsed = parsePhoneNumberFromString(value, { ...(international ? {} : { defaultCountry: 'GB' as CountryCode }), extract: false });
+/** A UK number (+44, read as international or as national in GB) from a range reserved for drama. */
+function isDramaRange(parsed: ReturnType<typeof parsePhoneNumber>): boolean {
   return parsed?.countryCallingCode === '44' && UK_DRAMA_RANGES.some((range) => range.test(parsed.nationalNumber));
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createSigner, createVerifier } from 'fast-jwt';
 import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../../db/schema.ts';
+import type { Database, Supplier } from '../../db/schema.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Directory } from '../../core/directory.ts';
@@ -117,9 +117,22 @@ export async function createTokenService({ db, directory, clock }: TokenServiceD
     },
     async authenticate(token) {
       const { organisationId, apiKeyId } = await verify(token, 'access');
-      return { organisationId, apiKeyId, findSupplier: (code) => directory.supplier(organisationId, code) };
+      return new DirectoryCaller(organisationId, apiKeyId, directory);
     },
   };
+}
+
+/**
+ * The caller a token names, its suppliers found in the directory. A class rather than an object with
+ * an arrow function: every request makes one, and tsx names each such function as it is made
+ * (esbuild's keepNames, an Object.defineProperty per request).
+ */
+class DirectoryCaller implements Caller {
+  constructor(readonly organisationId: number, readonly apiKeyId: number, private readonly directory: Directory) {}
+
+  findSupplier(code: string): Promise<Supplier | undefined> {
+    return this.directory.supplier(this.organisationId, code);
+  }
 }
 
 /**
