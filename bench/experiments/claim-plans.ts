@@ -1,24 +1,13 @@
 import { sql } from 'kysely';
-import { openStore } from '../../src/db/store.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { jobTable } from './job-table.ts';
 
 // An experiment, not the product: how a migration job's per-chunk statements are planned on a table
 // never analysed (PGlite has no autovacuum), with N records (default 100,000), 90% pending. Each
 // variant runs under EXPLAIN ANALYZE; `subquery` is the claim as it was (`line IN (subquery)`), read
 // through the outcome index, `anyArray` as it is. node --import tsx bench/experiments/claim-plans.ts
 
-const store = await openStore({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory://' });
-// On PostgreSQL: use an empty database of its own (the rows are left there).
-await migrate(store);
-const db = store.db;
-const N = Number(process.env.N ?? 100000);
-await sql`INSERT INTO organisations (name) VALUES ('o')`.execute(db);
-await sql`INSERT INTO import_suppliers (code, organisation_id) VALUES ('S', (SELECT id FROM organisations LIMIT 1))`.execute(db);
-await sql`INSERT INTO operations_teams (name) VALUES ('t')`.execute(db);
-const job = '00000000-0000-4000-8000-000000000001';
-await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, state) VALUES (${job}::uuid, (SELECT id FROM import_suppliers LIMIT 1), (SELECT id FROM operations_teams LIMIT 1), 'running')`.execute(db);
-await sql`INSERT INTO migration_job_records (job_id, line, external_account_number, record, enqueued)
-  SELECT ${job}::uuid, g, 'E' || g, '{"a":1}'::jsonb, g < 20000 FROM generate_series(1, ${N}) g`.execute(db);
+const { store, db, job } = await jobTable(Number(process.env.N ?? 100_000));
+await sql`UPDATE migration_job_records SET enqueued = true WHERE job_id = ${job}::uuid AND line < 20000`.execute(db);
 await sql`UPDATE migration_job_records SET outcome = 'succeeded' WHERE job_id = ${job}::uuid AND line < 10000`.execute(db);
 const lines = Array.from({ length: 50 }, (_, i) => 15000 + i);
 const variants: Record<string, ReturnType<typeof sql>> = {

@@ -1,23 +1,12 @@
 import { sql } from 'kysely';
-import { openStore } from '../../src/db/store.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { jobTable } from './job-table.ts';
 
 // An experiment, not the product: a migration job's own statements, run as its dispatcher and
 // workers run them (send 800, claim chunks of 50, succeed them, look for the end), on a table never
 // analysed (PGlite has no autovacuum), with each statement's time printed every 5,000 records: a
 // statement whose time grows as the job goes on is what slows a big job down.
 // node --import tsx bench/experiments/job-statements-over-time.ts  (N records, default 50,000)
-const store = await openStore({ databaseUrl: process.env.DATABASE_URL, dataDir: 'memory://' });
-await migrate(store);
-const db = store.db;
-const N = Number(process.env.N ?? 50_000);
-await sql`INSERT INTO organisations (name) VALUES ('o')`.execute(db);
-await sql`INSERT INTO import_suppliers (code, organisation_id) VALUES ('S', (SELECT id FROM organisations LIMIT 1))`.execute(db);
-await sql`INSERT INTO operations_teams (name) VALUES ('t')`.execute(db);
-const job = '00000000-0000-4000-8000-000000000001';
-await sql`INSERT INTO migration_jobs (id, supplier_id, operations_team_id, state) VALUES (${job}::uuid, (SELECT id FROM import_suppliers LIMIT 1), (SELECT id FROM operations_teams LIMIT 1), 'running')`.execute(db);
-await sql`INSERT INTO migration_job_records (job_id, line, external_account_number, record)
-  SELECT ${job}::uuid, g, 'E' || g, '{"a":1}'::jsonb FROM generate_series(1, ${N}) g`.execute(db);
+const { store, db, job } = await jobTable(Number(process.env.N ?? 50_000));
 
 const spent: Record<string, number> = {};
 async function timed<T>(name: string, run: () => Promise<T>): Promise<T> {
