@@ -32,9 +32,8 @@ import * as imports from './account-imports.repository.ts';
 // transaction of its own, as before group commit: a bad row fails its own request only, and every
 // other error reaches each request as it would have.
 //
-// One writer per process, made by main.ts with the process's events and given to both the app and
-// the workers (each makes its own when given none, as tests do), and passed down to stageAccount: no
-// module state.
+// One writer per process, owned by the account imports module that the composition root builds
+// (createImports, composition.ts), so the app's stages and the workers' share it: no module state.
 
 /** What stageAccount hands over: the supplier checks are done; `data` is the validated account data. */
 export interface StageRow { supplierId: number; externalAccountNumber: string; data: unknown }
