@@ -3,6 +3,7 @@ import { after, describe, test } from 'node:test';
 import { request, startServer, type ServerProcess } from '../support/server-process.ts';
 import { accountPayload, processBody, ROUTES } from './fixtures.ts';
 import { integrityProblems, openHarness, sessionsOf, tenantOf, waitFor, withAppName } from './integrity.ts';
+import { pgSession } from '../support/imports.ts';
 
 // kill -9 of an instance in the middle of creates, round after round (D1, D6): after each restart
 // no half-made account exists, every status agrees with the tables, no concurrency slot or lock
@@ -49,9 +50,21 @@ describe('kill -9 in the middle of creates', { skip }, () => {
       const committedBefore = (round - 1) * 5;
       const made = async () => Number((await db.selectFrom('accounts').select((eb) => eb.fn.countAll().as('n'))
         .where('external_account_number', 'in', exts).executeTakeFirstOrThrow()).n);
-      await waitFor('creates in flight', async () => ({ slots: (await sessionsOf(db, victim)).slots, made: committedBefore > 0 ? await made() : 0 }),
-        (x) => x.slots > 0 && x.made >= committedBefore, 30_000);
-      await server.kill();
+      // Once the round's first accounts are committed, another session keeps the accounts table from
+      // being written (reads go on): the creates after them wait at their insert, inside their
+      // transaction, holding their slot. The kill lands then, however fast a create is (sampling for
+      // a slot held, without the hold, once missed every create of a round: all 24 done in between).
+      await waitFor('accounts committed before the kill', async () => (committedBefore > 0 ? made() : 0), (n) => n >= committedBefore, 30_000);
+      const holder = await pgSession(url);
+      try {
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE accounts IN SHARE MODE');
+        await waitFor('creates in flight', async () => (await sessionsOf(db, victim)).slots, (slots) => slots > 0, 30_000);
+        await server.kill();
+      } finally {
+        await holder.query('ROLLBACK').catch(() => {});
+        await holder.end();
+      }
       const answers = await Promise.all(creates);
 
       // The dead instance's sessions end (PostgreSQL sees the sockets close) and take their locks along.
