@@ -98,58 +98,79 @@ export function findImportState(db: Db, supplierId: number, externalAccountNumbe
     .executeTakeFirst();
 }
 
+/** What the create reads of its account in its one read (findForCreate). */
+export interface StateForCreate extends ImportState {
+  /** False: another create holds the account's lock, and nothing below was read. */
+  locked: boolean;
+  /** The staged data as read under the lock and the row lock; undefined when not locked. */
+  data: unknown;
+  team_id: number | null;
+  slot: number | null;
+}
+
 /**
- * The create's first read, inside its transaction: the import process as findImportState reads it,
- * and its account lock tried in the same statement (`locked` false: another create holds it).
+ * The create's one read, inside its transaction: the import process by its key, its account lock
+ * tried, and only when the lock was taken, the row read again locked FOR UPDATE (until the
+ * transaction ends) with its staged data, the operations team the create names (null: no such team)
+ * and, with a `slotLimit`, a concurrency slot taken for the transaction (null: every slot taken; a
+ * create that fails for another reason gives it back when it rolls back). Undefined: never staged.
+ *
+ * The row lock is what makes this read decide, although its snapshot was taken before the account
+ * lock: a create that committed in between (or a re-stage, or a mark to skip) updated the row, so
+ * locking it finds the newer version and reads that one (READ COMMITTED's recheck), as a second
+ * statement would. Only an account linked in between is then missing its number (the account row
+ * is not in this snapshot): `service_account_number` is null with `account_id` set, and the caller
+ * reads the number (findAccountNumber). The row lock is tried only under the account lock: a create
+ * that finds the lock held must answer at once, not wait for the holder's row lock. A re-stage
+ * (upsertStaged) that committed before this read is what the create builds from; one that arrives
+ * after waits on the row, then finds the account imported (its guard refuses:
+ * account_already_imported) or, if the create rolled back, lands. Without the row lock a re-stage
+ * could commit between this read and the link to the new account (insertAccountsWithTrees), answer
+ * 200, and never be imported. One round trip, where the lock and the read under it were two.
  */
-export async function findImportStateAndTryLock(
-  trx: Transaction<Database>, supplierId: number, externalAccountNumber: string,
-): Promise<(ImportState & { locked: boolean }) | undefined> {
-  const [row] = await stateAndTryLock(trx, supplierId, externalAccountNumber);
+export async function findForCreate(
+  trx: Transaction<Database>, supplierId: number, externalAccountNumber: string, teamName: string, slotLimit: number,
+): Promise<StateForCreate | undefined> {
+  const [row] = slotLimit > 0
+    ? await forCreateWithSlot(trx, supplierId, externalAccountNumber, teamName, slotLimit)
+    : await forCreateWithoutSlot(trx, supplierId, externalAccountNumber, teamName);
   if (!row) return undefined;
   if (row.locked === null) throw new Error(`import id ${row.id} is outside the advisory key range`);
-  return { ...row, locked: row.locked === true };
+  return { ...row, locked: row.locked === true, data: row.data ?? undefined };
 }
 
-// Every create runs it: compiled once and prepared (it reads by the (supplier, account number) key).
-const stateAndTryLock = precompiled(2, (qb, supplierId: number, externalAccountNumber: string) => qb.selectFrom('account_imports as ai')
-  .leftJoin('accounts as a', 'a.id', 'ai.account_id')
-  .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', tryLockAccountExpr(sql.ref('ai.id')).as('locked')])
-  .where('ai.supplier_id', '=', supplierId)
-  .where('ai.external_account_number', '=', externalAccountNumber), { serverPrepared: true });
+type ForCreateRow = Omit<StateForCreate, 'locked'> & { locked: boolean | null };
 
-/**
- * The import process with its staged data, read under the account lock by the create. The row is
- * locked FOR UPDATE until the create's transaction ends: a re-stage (upsertStaged) that committed
- * before this read is what the create builds from; one that arrives after waits on the row, then
- * finds the account imported (its guard refuses: account_already_imported) or, if the create rolled
- * back, lands. Without the row lock a re-stage could commit between this read and the link to
- * the new account (insertAccountWithTree), answer 200, and never be imported.
- * In the same round trip: the operations team the create names (null: no such team), and, with a
- * `slotLimit`, a concurrency slot taken for the transaction (null: every slot taken; a create that
- * fails for another reason gives it back when it rolls back).
- */
-export async function findStagedForCreate(
-  trx: Transaction<Database>, importId: number, teamName: string, slotLimit: number,
-): Promise<ImportState & { data: unknown; team_id: number | null; slot: number | null }> {
-  const [row] = slotLimit > 0 ? await stagedWithSlot(trx, importId, teamName, slotLimit) : await stagedWithoutSlot(trx, importId, teamName);
-  if (!row) throw new Error(`import process ${importId} not found under its lock`);
-  return row;
+// Every create runs one of these: compiled once and prepared (they read by unique keys: the
+// (supplier, account number) key, the primary keys, the team's name). `seen` is MATERIALIZED so
+// that its lock is tried once, before `held` reads under it.
+const forCreate = (qb: Kysely<Database>, supplierId: number, ext: string, teamName: string, slot: RawBuilder<number | null>) => {
+  const query = sql<ForCreateRow>`WITH seen AS MATERIALIZED (
+      SELECT ai.id, ai.skipped, ai.account_id, ${tryLockAccountExpr(sql.ref('ai.id'))} AS locked
+      FROM account_imports ai WHERE ai.supplier_id = ${supplierId} AND ai.external_account_number = ${ext}
+    ), held AS (
+      SELECT ai.id, ai.skipped, ai.account_id, ai.data FROM seen JOIN account_imports ai ON ai.id = seen.id
+      WHERE seen.locked
+      FOR UPDATE OF ai
+    )
+    SELECT seen.id, coalesce(held.skipped, seen.skipped) AS skipped, coalesce(held.account_id, seen.account_id) AS account_id,
+      a.number AS service_account_number, seen.locked, held.data,
+      CASE WHEN held.id IS NOT NULL THEN (SELECT t.id FROM operations_teams t WHERE t.name = ${teamName}) END AS team_id,
+      CASE WHEN held.id IS NOT NULL THEN ${slot} END AS slot
+    FROM seen LEFT JOIN held ON true
+      LEFT JOIN accounts a ON a.id = coalesce(held.account_id, seen.account_id)`;
+  return { compile: () => query.compile(qb) };
+};
+const forCreateWithSlot = precompiled(4, (qb, supplierId: number, ext: string, teamName: string, slotLimit: number) =>
+  forCreate(qb, supplierId, ext, teamName, takeSlotExpr(slotLimit)), { serverPrepared: true });
+const forCreateWithoutSlot = precompiled(3, (qb, supplierId: number, ext: string, teamName: string) =>
+  forCreate(qb, supplierId, ext, teamName, sql<number | null>`NULL::int4`), { serverPrepared: true });
+
+/** The number of the account `accountId` (committed since the caller's read began, so read anew). */
+export async function findAccountNumber(trx: Transaction<Database>, accountId: number): Promise<string> {
+  const row = await trx.selectFrom('accounts').select('number').where('id', '=', accountId).executeTakeFirstOrThrow();
+  return row.number;
 }
-
-// Every create runs one of these: compiled once and prepared (they read by primary and unique keys).
-const stagedForCreate = (qb: Kysely<Database>, importId: number, teamName: string, slot: RawBuilder<number | null>) => qb
-  .selectFrom('account_imports as ai')
-  .leftJoin('accounts as a', 'a.id', 'ai.account_id')
-  .select(['ai.id', 'ai.skipped', 'ai.account_id', 'a.number as service_account_number', 'ai.data'])
-  .select((eb) => eb.selectFrom('operations_teams').select('id').where('name', '=', teamName).as('team_id'))
-  .select(slot.as('slot'))
-  .where('ai.id', '=', importId)
-  .forUpdate('ai');
-const stagedWithSlot = precompiled(3, (qb, importId: number, teamName: string, slotLimit: number) =>
-  stagedForCreate(qb, importId, teamName, takeSlotExpr(slotLimit)), { serverPrepared: true });
-const stagedWithoutSlot = precompiled(2, (qb, importId: number, teamName: string) =>
-  stagedForCreate(qb, importId, teamName, sql<number | null>`NULL::int4`), { serverPrepared: true });
 
 /** A concurrency slot taken for the transaction (takeSlotExpr), or null when every one is taken. */
 export async function takeSlot(trx: Transaction<Database>, limit: number): Promise<number | null> {

@@ -103,15 +103,17 @@ async function create(
   let data: AccountData | undefined;
   try {
     return await deps.db.transaction().execute(async (trx) => {
-      // The import process and its account lock in one statement, checked in D4's order: not
-      // staged, imported or skipped, then another create holding the lock.
-      const seen = await imports.findImportStateAndTryLock(trx, supplier.id, ext);
-      if (!seen) throw errors.accountNotStaged(ext);
-      errors.requireNotImportedOrSkipped(ext, seen);
-      if (!seen.locked) throw errors.accountImportInProgress(ext);
-      // Read again under the lock, with the staged data, the team and a concurrency slot: this read decides.
-      const state = await imports.findStagedForCreate(trx, seen.id, body.operations_team_name, deps.processConcurrencyLimit);
+      // The import process, its account lock and, under the lock, the staged data, the team and a
+      // concurrency slot, in one statement, checked in D4's order: not staged, imported or skipped,
+      // another create holding the lock, the team, the slot.
+      const state = await imports.findForCreate(trx, supplier.id, ext, body.operations_team_name, deps.processConcurrencyLimit);
+      if (!state) throw errors.accountNotStaged(ext);
+      // Linked by a create that committed after this read's snapshot: its account is not in it.
+      if (state.service_account_number === null && state.account_id !== null) {
+        throw errors.accountAlreadyImported(ext, await imports.findAccountNumber(trx, state.account_id));
+      }
       errors.requireNotImportedOrSkipped(ext, state);
+      if (!state.locked) throw errors.accountImportInProgress(ext);
 
       if (state.team_id === null) {
         throw AppError.field('operations_team_not_found', `No operations team named "${body.operations_team_name}".`, 'operations_team_name');
