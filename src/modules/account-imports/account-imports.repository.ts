@@ -212,6 +212,24 @@ export function attemptsInsert(trx: Transaction<Database>, attempts: readonly At
   }))).returning('id');
 }
 
+/**
+ * The `created` attempt of each account of `accounts` (a CTE's name: a statement's rows with
+ * supplier_id and external_account_number), as a data-modifying CTE's statement: for the statement
+ * that writes the accounts (insertAccountsWithTrees), so that each commits with its account.
+ */
+export function createdAttemptsInsert(accounts: string, startedAt: Date): RawBuilder<never> {
+  return sql<never>`INSERT INTO create_attempts (supplier_id, external_account_number, dry_run, outcome, started_at)
+      SELECT w.supplier_id, w.external_account_number, false, 'created', ${startedAt}::timestamptz FROM ${sql.table(accounts)} w`;
+}
+
+/**
+ * The data of `import_process.completed` in SQL, over a written account `w` (number, created_at):
+ * the account's number and its creation time as utcSeconds writes it (whole seconds, cut, not
+ * rounded: to_char cuts too).
+ */
+export const completedEventData = sql<unknown>`jsonb_build_object('service_account_number', w.number,
+  'account_created_at', to_char(w.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))`;
+
 export interface StatusRow {
   service_account_number: string | null;
   in_progress: boolean;

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Insertable, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
 import type {
   AccountsTable, AgreementsTable, CustomersTable, Database, MetersTable, NotesTable, RegistersTable, SupplyAddressesTable,
   SupplyPointsTable, TransferReadingsTable,
@@ -72,7 +72,10 @@ function ofSet<K extends keyof AccountTreeRows>(set: readonly AccountWithTree[],
 const ACCOUNT_OF_ROW = sql`k.acct = (e.j->>'acct')::int`;
 
 /**
- * The accounts, their trees and their imports' links, in ONE statement. For each account of `set`
+ * The accounts, their trees and their imports' links, in ONE statement, with `also`: more writes
+ * that must commit with the accounts (the create's attempt and its event), each run as a CTE of the
+ * statement over the accounts it wrote, `account_keys` (id, acct, number, created_at, supplier_id,
+ * external_account_number), so that an account whose number was taken has none of them either. For each account of `set`
  * in its order: its id and creation time, or undefined (and nothing of it written) when its number
  * is taken already (by a stored account or by an earlier account of the set): the caller draws
  * another, with no failed statement to roll back. The statement's text is the same whatever the
@@ -81,7 +84,7 @@ const ACCOUNT_OF_ROW = sql`k.acct = (e.j->>'acct')::int`;
  * create's one, a chunk's in one statement), so the range holds few others.
  */
 export async function insertAccountsWithTrees(
-  trx: Trx, set: readonly AccountWithTree[],
+  trx: Trx, set: readonly AccountWithTree[], also: readonly RawBuilder<unknown>[] = [],
 ): Promise<Array<{ id: number; created_at: Date } | undefined>> {
   if (set.length === 0) return [];
   const accounts = set.map(({ account }, acct) => ({ acct, ...account }));
@@ -99,11 +102,12 @@ export async function insertAccountsWithTrees(
       FROM account_rows a
       ORDER BY a.n
       ON CONFLICT (number) DO NOTHING
-      RETURNING id, created_at, account_import_id
+      RETURNING id, created_at, account_import_id, number, supplier_id, external_account_number
     ), account_keys AS MATERIALIZED (
       -- The accounts inserted, by their place in the set (an import is created once: its id is unique).
-      SELECT a.id, a.created_at, a.account_import_id, s.acct FROM account a JOIN account_rows s ON s.account_import_id = a.account_import_id
-    ), customer_rows AS (
+      SELECT a.id, a.created_at, a.account_import_id, s.acct, a.number, a.supplier_id, a.external_account_number
+      FROM account a JOIN account_rows s ON s.account_import_id = a.account_import_id
+    ), ${sql.join(also.map((statement, i) => sql`${sql.ref(`also_${i}`)} AS (${statement}), `), sql``)}customer_rows AS (
       INSERT INTO customers (account_id, position, given_name, family_name, email, mobile, landline, alternative_phone_numbers,
         date_of_birth, opted_into_updates, opted_into_offers, opted_into_sms)
       SELECT k.id, r.position, r.given_name, r.family_name, r.email, r.mobile, r.landline,

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, Supplier } from '../../db/schema.ts';
 import { requireCallerSupplier, requireSupplierOpen } from '../../core/suppliers.ts';
@@ -127,13 +127,19 @@ async function create(
       // the same answer, since nothing after that point can fail first.
       data = state.data as AccountData;
 
-      const [{ number, createdAt }] = await buildAccounts(trx, deps, supplier, state.team_id, [{ importId: state.id, ext, data }]) as [BuiltAccount];
+      // The created attempt and its event are written by the account's own statement (a dry run's
+      // would be rolled back with it: it writes neither).
+      const recordCreated = body.dry_run === true ? [] : [
+        imports.createdAttemptsInsert('account_keys', attempt.startedAt),
+        deps.events.insertPerRow('account_keys', { type: 'import_process.completed', data: imports.completedEventData }),
+      ];
+      const [{ number, createdAt }] = await buildAccounts(trx, deps, supplier, state.team_id, [{ importId: state.id, ext, data }], recordCreated) as [BuiltAccount];
       if (body.dry_run === true) throw new DryRunRollback();
-      await deps.onCreated?.(trx, number);
-      await deps.events.record(trx, [{
+      await deps.events.recorded(trx, [{
         supplierId: supplier.id, type: 'import_process.completed', externalAccountNumber: ext,
         data: { service_account_number: number, account_created_at: utcSeconds(createdAt) },
-      }], imports.attemptInsert(trx, { ...attempt, outcome: 'created', errorCode: null, errorDetail: null }));
+      }]);
+      await deps.onCreated?.(trx, number);
       return number;
     });
   } catch (error) {
@@ -225,13 +231,14 @@ const NUMBER_TRIES = 5;
 
 /**
  * Writes new accounts with their trees (one statement for them all) and queues their welcome emails
- * (in one go), in the caller's transaction; their ids, numbers and creation times, in the order given.
+ * (in one go), in the caller's transaction, with `also` (insertAccountsWithTrees: writes that belong
+ * to each written account, in its statement); their ids, numbers and creation times, in the order given.
  * An account whose drawn number is taken already was not written: those few are written again, with
  * new numbers, by the same statement.
  */
 async function buildAccounts(
   trx: Transaction<Database>, deps: Pick<CreateAccountDeps, 'queue' | 'drawAccountNumber'>, supplier: Supplier, teamId: number,
-  inputs: ReadonlyArray<{ importId: number; ext: string; data: AccountData }>,
+  inputs: ReadonlyArray<{ importId: number; ext: string; data: AccountData }>, also: readonly RawBuilder<unknown>[] = [],
 ): Promise<BuiltAccount[]> {
   const draw = deps.drawAccountNumber ?? newAccountNumber;
   const set: AccountWithTree[] = inputs.map(({ importId, ext, data }) => ({
@@ -256,7 +263,7 @@ async function buildAccounts(
   for (let tries = 0; pending.length > 0; tries += 1) {
     if (tries === NUMBER_TRIES) throw new Error(`could not draw a free account number in ${NUMBER_TRIES} tries`);
     for (const i of pending) set[i]!.account.number = draw();
-    const made = await insertAccountsWithTrees(trx, pending.map((i) => set[i]!));
+    const made = await insertAccountsWithTrees(trx, pending.map((i) => set[i]!), also);
     pending = pending.filter((i, k) => {
       const row = made[k];
       if (row) built[i] = { id: row.id, number: set[i]!.account.number, createdAt: row.created_at };

@@ -46,6 +46,15 @@ export interface Events {
    */
   recordPerRow<Row extends RowOfEvent>(db: Kysely<Database>, write: RawBuilder<Row>, perRow: { type: EventType; data: RawBuilder<unknown> },
     supplierIds: readonly number[], hookEvent: (supplierId: number) => NewEvent): Promise<Row[]>;
+  /**
+   * For a statement of data-modifying CTEs that writes a change and its events together (the create's
+   * account tree): the insert, to run as one of its CTEs, of one event of `type` per row of the CTE
+   * named `rows` (with the event's `supplier_id` and `external_account_number`; `data` is SQL over
+   * the row, `w`). Once the statement has run, the caller calls `recorded` with the events it wrote.
+   */
+  insertPerRow(rows: string, perRow: { type: EventType; data: RawBuilder<unknown> }): RawBuilder<never>;
+  /** What must follow events written by a statement of the caller's (insertPerRow): the after-record hook. */
+  recorded(trx: Transaction<Database>, events: readonly NewEvent[]): Promise<void>;
 }
 
 /**
@@ -96,5 +105,12 @@ export function createEvents({ onRecorded = null }: { onRecorded?: EventRecorded
         return rows;
       });
     },
+
+    insertPerRow(rows: string, { type, data }: { type: EventType; data: RawBuilder<unknown> }): RawBuilder<never> {
+      return sql<never>`INSERT INTO events (supplier_id, type, external_account_number, data)
+      SELECT w.supplier_id, ${type}, w.external_account_number, ${data} FROM ${sql.table(rows)} w`;
+    },
+
+    recorded: afterRecorded,
   };
 }
