@@ -7,6 +7,7 @@ import { buildTestApp, call, createTenant, type TestApp } from '../support/test-
 import { sql } from 'kysely';
 import { JOBS, runJobToEnd, startJob } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
+import type { AccountData } from '../../src/modules/account-data/index.ts';
 
 // Creates racing each other (D6) and the concurrency limit of spec 8, counted in PostgreSQL.
 const t = await buildTestApp();
@@ -52,18 +53,36 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     } finally { await session.end(); }
   };
 
+  /**
+   * Writes, in `holder`'s open transaction, a supply point with the electricity identifier of
+   * `payload` onto the account of `created` (an account already made): a create of `payload` then
+   * waits at its insert of its supply points (the identifier's unique index waits for this
+   * transaction) holding its account lock and its slot, whether it runs in a transaction of its own or
+   * as one statement (create-account.service.ts), until `holder` rolls back. (A lock on the accounts
+   * table would stop the one statement before it takes anything: a statement locks its tables
+   * first. Holding the import row would stop either before its slot: they lock that row FOR UPDATE.)
+   */
+  const holdIdentifierOf = async (holder: Awaited<ReturnType<typeof pgSession>>, payload: AccountData, created: AccountData) => {
+    const identifier = payload.supply_addresses.flatMap((address) => address.supply_points)
+      .flatMap((point) => (point.supply_type === 'ELECTRICITY' ? [point.identifier] : []))[0];
+    const { rowCount } = await holder.query(`INSERT INTO supply_points (account_id, supply_address_id, position, supply_type, supply_start_date, identifier)
+      SELECT sa.account_id, sa.id, 1000, 'ELECTRICITY', '2020-01-01', $1 FROM supply_addresses sa JOIN accounts ac ON ac.id = sa.account_id
+      WHERE ac.external_account_number = $2 LIMIT 1`, [identifier, created.external_account_number]);
+    assert.equal(rowCount, 1);
+  };
+
   test('past the limit the excess gets 429 with Retry-After, whichever instance it reaches', async () => {
     const [a, b] = apps as [TestApp, TestApp];
     const tenant = await createTenant(a);
-    const [p1, p2, p3] = [await stage(a, tenant), await stage(a, tenant), await stage(a, tenant)];
+    const [p0, p1, p2, p3] = [await stage(a, tenant), await stage(a, tenant), await stage(a, tenant), await stage(a, tenant)];
+    assert.equal((await processAccount(a, tenant, p0.external_account_number)).status, 201);
     const holder = await pgSession(url);
     try {
-      // Another "instance" holds slot 1, and keeps the accounts table from being written (reads go
-      // on) so that instance a's create of p1 waits at its insert while holding slot 2. (Holding p1's
-      // import row would stop the create before its slot: it reads that row FOR UPDATE.)
+      // Another "instance" holds slot 1, and p1's identifier, so that instance a's create of p1
+      // waits at its insert while holding slot 2.
       await holder.query('BEGIN');
       await holder.query('SELECT pg_advisory_xact_lock($1::int4, 1)', [SLOT_LOCK_SPACE]);
-      await holder.query('LOCK TABLE accounts IN SHARE MODE');
+      await holdIdentifierOf(holder, p1, p0);
       const blocked = processAccount(a, tenant, p1.external_account_number);
       await waitUntil(async () => (await slotsHeld()) === 2, 'the create of p1 holds the second slot');
 
@@ -73,7 +92,7 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
         assert.deepEqual(res.json, { detail: 'More than 2 accounts are being created at once; retry shortly.', code: 'concurrency_limit_exceeded' });
         assert.equal(res.headers['retry-after'], '2');
       }
-      await holder.query('COMMIT');
+      await holder.query('ROLLBACK');
       assert.equal((await blocked).status, 201);
       assert.equal((await processAccount(b, tenant, p2.external_account_number)).status, 201);
     } finally {
@@ -84,12 +103,13 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
   test('a create refused because another instance is creating the account is answered at once, not when that create ends', async () => {
     const [a, b] = apps as [TestApp, TestApp];
     const tenant = await createTenant(a);
-    const p1 = await stage(a, tenant);
+    const [p0, p1] = [await stage(a, tenant), await stage(a, tenant)];
+    assert.equal((await processAccount(a, tenant, p0.external_account_number)).status, 201);
     const holder = await pgSession(url);
     try {
       // Instance a's create holds the account's lock and its import row, and waits at its insert.
       await holder.query('BEGIN');
-      await holder.query('LOCK TABLE accounts IN SHARE MODE');
+      await holdIdentifierOf(holder, p1, p0);
       const running = processAccount(a, tenant, p1.external_account_number);
       await waitUntil(async () => (await slotsHeld()) === 1, 'the create on a holds its slot');
       const started = Date.now();
@@ -100,7 +120,7 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
       assert.ok(refused, 'b answered while a\'s create was still running');
       assert.ok(Date.now() - started < 2_000, `answered in ${Date.now() - started} ms`);
       assert.deepEqual([refused.status, refused.json.code], [400, 'account_import_in_progress']);
-      await holder.query('COMMIT');
+      await holder.query('ROLLBACK');
       assert.equal((await running).status, 201);
       // Both attempts are recorded; the account's latest attempt is its create.
       const attempts = await a.store.db.selectFrom('create_attempts').select(['outcome', 'error_code'])

@@ -166,6 +166,48 @@ const forCreateWithSlot = precompiled(4, (qb, supplierId: number, ext: string, t
 const forCreateWithoutSlot = precompiled(3, (qb, supplierId: number, ext: string, teamName: string) =>
   forCreate(qb, supplierId, ext, teamName, sql<number | null>`NULL::int4`), { serverPrepared: true });
 
+/** What a create without a transaction reads first (findForCreateAtOnce). */
+export interface StagedForCreate extends ImportState { data: unknown; team_id: number | null; version: string }
+
+/**
+ * The first read of a create without a transaction of its own (create-account.service.ts): the
+ * import process with its staged data, the row version that holds it (`version`, its xmin) and the
+ * team the create names (null: no such team), no lock taken. What it read is checked again under
+ * the locks by createGate, in the statement that writes the account.
+ */
+export async function findForCreateAtOnce(db: Db, supplierId: number, externalAccountNumber: string, teamName: string): Promise<StagedForCreate | undefined> {
+  return (await stagedAtOnce(db, supplierId, externalAccountNumber, teamName))[0];
+}
+
+// Every create runs it: compiled once and prepared (it reads by the (supplier, account number) key, the team by its name).
+const stagedAtOnce = precompiled(3, (qb, supplierId: number, ext: string, teamName: string) => {
+  const query = sql<StagedForCreate>`SELECT ai.id, ai.skipped, ai.account_id, NULL::text AS service_account_number, ai.data,
+      ai.xmin::text AS version, (SELECT t.id FROM operations_teams t WHERE t.name = ${teamName}) AS team_id
+    FROM account_imports ai WHERE ai.supplier_id = ${supplierId} AND ai.external_account_number = ${ext}`;
+  return { compile: () => query.compile(qb) };
+}, { serverPrepared: true });
+
+/**
+ * The gate of a create without a transaction (insertAccountsWithTrees' `gate`): a row when, in the
+ * statement that writes the account, the import process is still the row version `version` that
+ * findForCreateAtOnce read (not imported, not skipped, its data not staged again since), its account
+ * lock was taken and, with a `slotLimit`, a concurrency slot. The row is locked FOR UPDATE, so a
+ * version committed since the statement began is the one checked (READ COMMITTED's recheck), and a
+ * re-stage arriving meanwhile waits for the link. Locks and slot are the statement's: they last
+ * until it commits. No row: nothing is written, and the caller creates in a transaction instead,
+ * which answers what was in the way in D4's order. The lock is tried last, so that a create whose
+ * row changed takes none.
+ */
+export function createGate(importId: number, version: string, slotLimit: number): RawBuilder<unknown> {
+  const locked = sql`SELECT ai.id FROM account_imports ai
+      WHERE ai.id = ${importId}::int8 AND ai.xmin = ${version}::xid AND ai.account_id IS NULL AND NOT ai.skipped
+        AND ${tryLockAccountExpr(sql.ref('ai.id'))}
+      FOR UPDATE OF ai`;
+  if (slotLimit <= 0) return locked;
+  return sql`WITH locked AS MATERIALIZED (${locked}), slotted AS MATERIALIZED (SELECT locked.id, ${takeSlotExpr(slotLimit)} AS slot FROM locked)
+    SELECT id FROM slotted WHERE slot IS NOT NULL`;
+}
+
 /** The number of the account `accountId` (committed since the caller's read began, so read anew). */
 export async function findAccountNumber(trx: Transaction<Database>, accountId: number): Promise<string> {
   const row = await trx.selectFrom('accounts').select('number').where('id', '=', accountId).executeTakeFirstOrThrow();

@@ -75,7 +75,10 @@ const ACCOUNT_OF_ROW = sql`k.acct = (e.j->>'acct')::int`;
  * The accounts, their trees and their imports' links, in ONE statement, with `also`: more writes
  * that must commit with the accounts (the create's attempt and its event), each run as a CTE of the
  * statement over the accounts it wrote, `account_keys` (id, acct, number, created_at, supplier_id,
- * external_account_number), so that an account whose number was taken has none of them either. For each account of `set`
+ * external_account_number), so that an account whose number was taken has none of them either.
+ * With a `gate` (a SELECT, run first as the CTE `gate`), nothing at all is written unless it returns
+ * a row: the statement then runs alone on `db`, committing by itself, and the gate takes in it what
+ * a transaction would have taken before (the create's locks, createGate). For each account of `set`
  * in its order: its id and creation time, or undefined (and nothing of it written) when its number
  * is taken already (by a stored account or by an earlier account of the set): the caller draws
  * another, with no failed statement to roll back. The statement's text is the same whatever the
@@ -84,12 +87,12 @@ const ACCOUNT_OF_ROW = sql`k.acct = (e.j->>'acct')::int`;
  * create's one, a chunk's in one statement), so the range holds few others.
  */
 export async function insertAccountsWithTrees(
-  trx: Trx, set: readonly AccountWithTree[], also: readonly RawBuilder<unknown>[] = [],
+  trx: Trx | Kysely<Database>, set: readonly AccountWithTree[], also: readonly RawBuilder<unknown>[] = [], gate?: RawBuilder<unknown>,
 ): Promise<Array<{ id: number; created_at: Date } | undefined>> {
   if (set.length === 0) return [];
   const accounts = set.map(({ account }, acct) => ({ acct, ...account }));
   const { rows: made } = await sql<{ acct: number; id: number; created_at: Date }>`${sql.raw(SERVER_PREPARED)}
-    WITH account_rows AS (
+    WITH ${gate ? sql`gate AS MATERIALIZED (${gate}), ` : sql``}account_rows AS (
       SELECT e.n, (e.j->>'acct')::int AS acct, r.*
       FROM ${rowsOf('accounts', accounts)}
     ), account AS (
@@ -100,6 +103,7 @@ export async function insertAccountsWithTrees(
         a.billing_street_address, a.billing_locality, a.billing_administrative_area, a.billing_country, a.billing_postal_code,
         a.unknown_occupier, coalesce(a.metadata, '[]')
       FROM account_rows a
+      ${gate ? sql`WHERE EXISTS (SELECT 1 FROM gate)` : sql``}
       ORDER BY a.n
       ON CONFLICT (number) DO NOTHING
       RETURNING id, created_at, account_import_id, number, supplier_id, external_account_number

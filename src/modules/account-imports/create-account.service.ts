@@ -102,6 +102,17 @@ async function create(
   const ext = body.external_account_number;
   let data: AccountData | undefined;
   try {
+    if (atOnce(deps, supplier, body)) {
+      const seen = await imports.findForCreateAtOnce(deps.db, supplier.id, ext, body.operations_team_name);
+      // Anything in the way (or invalid): the transaction below answers it, in D4's order.
+      if (seen && seen.account_id === null && !seen.skipped && seen.team_id !== null && !validateAccountData(seen.data)) {
+        data = seen.data as AccountData;
+        const number = (deps.drawAccountNumber ?? newAccountNumber)();
+        const [made] = await insertAccountsWithTrees(deps.db, [accountWithTree(supplier, seen.team_id, seen.id, ext, data, number)],
+          createdRecords(deps, attempt.startedAt), imports.createGate(seen.id, seen.version, deps.processConcurrencyLimit));
+        if (made) return number;
+      }
+    }
     return await deps.db.transaction().execute(async (trx) => {
       // The import process, its account lock and, under the lock, the staged data, the team and a
       // concurrency slot, in one statement, checked in D4's order: not staged, imported or skipped,
@@ -129,10 +140,7 @@ async function create(
 
       // The created attempt and its event are written by the account's own statement (a dry run's
       // would be rolled back with it: it writes neither).
-      const recordCreated = body.dry_run === true ? [] : [
-        imports.createdAttemptsInsert('account_keys', attempt.startedAt),
-        deps.events.insertPerRow('account_keys', { type: 'import_process.completed', data: imports.completedEventData }),
-      ];
+      const recordCreated = body.dry_run === true ? [] : createdRecords(deps, attempt.startedAt);
       const [{ number, createdAt }] = await buildAccounts(trx, deps, supplier, state.team_id, [{ importId: state.id, ext, data }], recordCreated) as [BuiltAccount];
       if (body.dry_run === true) throw new DryRunRollback();
       await deps.events.recorded(trx, [{
@@ -153,6 +161,27 @@ async function create(
     if (isUniqueViolation(error, 'accounts_account_import_id_key')) throw errors.accountImportInProgress(ext);
     throw error;
   }
+}
+
+/**
+ * Whether this create may first be tried without a transaction of its own: two statements, a read
+ * and the account's (its tree, attempt and event, under the account lock and a concurrency slot taken
+ * by the statement itself: createGate), where a transaction takes four (BEGIN, the read under the
+ * lock, the account's, COMMIT). Not a dry run (it must roll back), nor when the create writes more
+ * than that statement (welcome emails and their jobs, the caller's onCreated, the events' after-record
+ * hook). When the statement writes nothing (something changed since the read, a lock or slot was
+ * taken, the drawn number was) the create runs in its transaction, as if the try had not been made.
+ */
+function atOnce(deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccountBody): boolean {
+  return body.dry_run !== true && !supplier.customer_emails && deps.onCreated === undefined && deps.events.idleFor(supplier.id);
+}
+
+/** The created attempt and its `import_process.completed`, written by the statement that writes the account (`account_keys`). */
+function createdRecords(deps: Pick<CreateAccountDeps, 'events'>, startedAt: Date): RawBuilder<unknown>[] {
+  return [
+    imports.createdAttemptsInsert('account_keys', startedAt),
+    deps.events.insertPerRow('account_keys', { type: 'import_process.completed', data: imports.completedEventData }),
+  ];
 }
 
 function concurrencyLimitExceeded(limit: number): AppError {
@@ -226,6 +255,26 @@ async function identifierTaken(db: Kysely<Database>, data: AccountData): Promise
 
 interface BuiltAccount { id: number; number: string; createdAt: Date }
 
+function accountWithTree(supplier: Supplier, teamId: number, importId: number, ext: string, data: AccountData, number: string): AccountWithTree {
+  return {
+    account: {
+      number,
+      account_import_id: importId,
+      supplier_id: supplier.id,
+      external_account_number: ext,
+      operations_team_id: teamId,
+      billing_street_address: data.billing_address.street_address,
+      billing_locality: data.billing_address.locality ?? null,
+      billing_administrative_area: data.billing_address.administrative_area ?? null,
+      billing_country: data.billing_address.country,
+      billing_postal_code: data.billing_address.postal_code,
+      unknown_occupier: data.unknown_occupier ?? null,
+      metadata: data.metadata ?? [],
+    },
+    rows: accountTreeRows(data),
+  };
+}
+
 /** The number of tries an account's number is drawn before its create fails. */
 const NUMBER_TRIES = 5;
 
@@ -241,23 +290,7 @@ async function buildAccounts(
   inputs: ReadonlyArray<{ importId: number; ext: string; data: AccountData }>, also: readonly RawBuilder<unknown>[] = [],
 ): Promise<BuiltAccount[]> {
   const draw = deps.drawAccountNumber ?? newAccountNumber;
-  const set: AccountWithTree[] = inputs.map(({ importId, ext, data }) => ({
-    account: {
-      number: '',
-      account_import_id: importId,
-      supplier_id: supplier.id,
-      external_account_number: ext,
-      operations_team_id: teamId,
-      billing_street_address: data.billing_address.street_address,
-      billing_locality: data.billing_address.locality ?? null,
-      billing_administrative_area: data.billing_address.administrative_area ?? null,
-      billing_country: data.billing_address.country,
-      billing_postal_code: data.billing_address.postal_code,
-      unknown_occupier: data.unknown_occupier ?? null,
-      metadata: data.metadata ?? [],
-    },
-    rows: accountTreeRows(data),
-  }));
+  const set = inputs.map(({ importId, ext, data }) => accountWithTree(supplier, teamId, importId, ext, data, ''));
   const built: Array<BuiltAccount | undefined> = new Array(inputs.length);
   let pending = set.map((_, i) => i);
   for (let tries = 0; pending.length > 0; tries += 1) {

@@ -55,6 +55,11 @@ export interface Events {
   insertPerRow(rows: string, perRow: { type: EventType; data: RawBuilder<unknown> }): RawBuilder<never>;
   /** What must follow events written by a statement of the caller's (insertPerRow): the after-record hook. */
   recorded(trx: Transaction<Database>, events: readonly NewEvent[]): Promise<void>;
+  /**
+   * True when the after-record hook would surely do nothing for this supplier's events now: their
+   * statement may then run alone, committing by itself, with no `recorded` to follow.
+   */
+  idleFor(supplierId: number): boolean;
 }
 
 /**
@@ -112,5 +117,6 @@ export function createEvents({ onRecorded = null }: { onRecorded?: EventRecorded
     },
 
     recorded: afterRecorded,
+    idleFor,
   };
 }
