@@ -42,10 +42,26 @@ export function registerBodyReading(app: FastifyInstance, bodyLimit: number): vo
       if (!error) {
         recordInexactNumbers(text, value);
         recordStorableText(text, value);
+        if (value !== null && typeof value === 'object') textByDocument.set(value, text);
       }
       done(error, value);
     });
   });
+}
+
+const textByDocument = new WeakMap<object, string>();
+const BYTE_ORDER_MARK = 0xfeff;
+
+/**
+ * The JSON text a parsed body was read from (inflated, if it came gzipped; without a byte order
+ * mark), for an answer that echoes the body exactly as sent: re-serialising the parsed body would
+ * only cost time and lose the sender's own spelling (white space, escapes, number forms), never its
+ * meaning. Undefined for anything this parser did not produce.
+ */
+export function jsonTextOf(document: unknown): string | undefined {
+  if (document === null || typeof document !== 'object') return undefined;
+  const text = textByDocument.get(document);
+  return text !== undefined && text.charCodeAt(0) === BYTE_ORDER_MARK ? text.slice(1) : text;
 }
 
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i;

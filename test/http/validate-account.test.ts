@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import {
@@ -43,6 +44,28 @@ describe('validate-account: success', () => {
     const res = await validate(payload);
     assert.equal(res.status, 200, JSON.stringify(res.json));
     assert.equal(res.body, JSON.stringify(payload));
+  });
+
+  test('200 answers the very text sent: white space, escapes and number forms kept, gzipped or not', async () => {
+    const payload: any = accountPayload(tenant.supplier);
+    // Pretty-printed, a name with an escaped letter, a multiplier of 1.5 written as 15.0e-1:
+    // re-serialising the parsed body would answer none of these as sent.
+    const text = JSON.stringify(payload, null, 2)
+      .replace('"multiplier": 1.5', '"multiplier": 15.0e-1')
+      .replace(`"given_name": "${payload.customers[0].given_name}"`, '"given_name": "Zo\\u00e9"');
+    assert.ok(text.includes('15.0e-1') && text.includes('\\u00e9'));
+    const headers = { 'content-type': 'application/json' };
+    const plain = await call(t.app, 'POST', URL, { token: tenant.token, body: text, headers });
+    assert.equal(plain.status, 200, plain.body);
+    assert.match(String(plain.headers['content-type']), /^application\/json/);
+    assert.equal(plain.body, text);
+    const zipped = await call(t.app, 'POST', URL, { token: tenant.token, body: gzipSync(text), headers: { ...headers, 'content-encoding': 'gzip' } });
+    assert.equal(zipped.status, 200, zipped.body);
+    assert.equal(zipped.body, text);
+    // With a byte order mark in front, the answer is the text after it.
+    const marked = await call(t.app, 'POST', URL, { token: tenant.token, body: `\ufeff${text}`, headers });
+    assert.equal(marked.status, 200, marked.body);
+    assert.equal(marked.body, text);
   });
 
   test('only the fields D5 requires: the rest may be omitted', async () => {

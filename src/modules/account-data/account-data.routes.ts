@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
+import { jsonTextOf } from '../../http/body-encoding.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { answer, refusal } from '../../http/openapi.ts';
 import { AccountData } from './account-data.schemas.ts';
@@ -26,8 +27,12 @@ export const accountDataRoutes: FastifyPluginAsync = async (app) => {
     },
     // The echo is the data exactly as sent (already validated): no serializer may drop or reshape it.
     serializerCompiler: () => (data) => JSON.stringify(data),
-  }, async (request) => {
+  }, async (request, reply) => {
     await requireCallerSupplier(callerOf(request), request.body.import_supplier, 'import_supplier');
-    return request.body;
+    // The text as it came (a JSON content type sends a string as it is); the parsed body only if
+    // the text is not at hand.
+    const text = jsonTextOf(request.body);
+    if (text === undefined) return request.body;
+    return reply.type('application/json; charset=utf-8').send(text);
   });
 };
