@@ -166,18 +166,20 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
   };
   const held = (name: string, jobs: number) => inFlight.set(name, (inFlight.get(name) ?? 0) + jobs);
   type Fetched<T> = { id: string; data: T; retryCount: number; retryLimit: number };
+  /** pg-boss's work() for one worker of `batchSize` jobs, with or without the jobs' metadata (its overloads differ). */
+  type StartWorker<J> = (options: { batchSize: number; pollingIntervalSeconds: number }, handler: (jobs: J[]) => Promise<void>) => Promise<string>;
   /**
    * pg-boss 10 hands a worker one batch at a time: `concurrency` jobs are split into workers of `size`,
    * the last taking what is left, so no more than `concurrency` jobs are ever in hand.
    */
-  async function startWorkers<T>(
-    name: string, concurrency: number, size: number, pollingIntervalSeconds: number, onBatch: (jobs: Array<Fetched<T>>) => Promise<void>,
+  async function startWorkers<J>(
+    concurrency: number, size: number, pollingIntervalSeconds: number, start: StartWorker<J>, onBatch: (jobs: J[]) => Promise<void>,
   ): Promise<void> {
     for (let taken = 0; taken < concurrency; taken += size) {
       const batch = Math.min(size, concurrency - taken);
       let workerId: string | undefined;
       // eslint-disable-next-line prefer-const -- the handler may run before work() resolves: a const would still be in its TDZ
-      workerId = await boss.work<T>(name, { batchSize: batch, pollingIntervalSeconds, includeMetadata: true }, async (jobs) => {
+      workerId = await start({ batchSize: batch, pollingIntervalSeconds }, async (jobs) => {
         try {
           await onBatch(jobs);
         } finally {
@@ -249,7 +251,8 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
           { name, shareBy, concurrency, batchSize: size, pollingIntervalSeconds }, run, (error) => options.onError?.(error)));
         return name;
       }
-      await startWorkers<T>(name, concurrency, size, pollingIntervalSeconds, async (jobs) => {
+      const withMetadata: StartWorker<Fetched<T>> = (options, onJobs) => boss.work<T>(name, { ...options, includeMetadata: true }, onJobs);
+      await startWorkers(concurrency, size, pollingIntervalSeconds, withMetadata, async (jobs) => {
         if (jobs.length <= 1) {
           if (jobs[0]) await run(jobs[0]);
           return;
@@ -269,7 +272,10 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
     },
     async workBatches<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize }: WorkOptions & { batchSize: number }, handler: BatchHandler<T>) {
       const size = Math.max(1, Math.min(batchSize, concurrency));
-      await startWorkers<T>(name, concurrency, size, pollingIntervalSeconds, async (jobs) => {
+      // A batch handler is given the jobs' data only: pg-boss's other columns (a dozen, half of them
+      // timestamps to parse) are not fetched.
+      const dataOnly: StartWorker<PgBoss.Job<T>> = (options, onJobs) => boss.work<T>(name, options, onJobs);
+      await startWorkers(concurrency, size, pollingIntervalSeconds, dataOnly, async (jobs) => {
         held(name, jobs.length);
         try {
           await handler(jobs.map((job) => job.data));
