@@ -13,21 +13,21 @@ const t = await buildTestApp();
 const db = t.store.db;
 
 describe('events.record', () => {
-  test('writes the events in the order given, in the caller\'s transaction, and runs the hook once per supplier with its first event', async () => {
+  test('writes the events in the order given, in the caller\'s transaction, and runs the hook once per supplier, in the order of their first events', async () => {
     const a = await supplierIdOf(t, (await createTenant(t)).supplier);
     const b = await supplierIdOf(t, (await createTenant(t)).supplier);
     const event = (supplierId: number, ext: string): NewEvent =>
       ({ supplierId, type: 'import_process.staged', externalAccountNumber: ext, data: { first_staging: true } });
     const events = [event(a, 'A-1'), event(a, 'A-2'), event(b, 'B-1'), event(a, 'A-3'), event(b, 'B-2')];
-    const told: string[] = [];
-    const writer = createEvents({ onRecorded: async (_trx, e) => { told.push(e.externalAccountNumber ?? ''); } });
+    const told: number[] = [];
+    const writer = createEvents({ onRecorded: async (_trx, supplierId) => { told.push(supplierId); } });
     await db.transaction().execute((trx) => writer.record(trx, events));
     // A failing transaction keeps none of its events.
     await assert.rejects(db.transaction().execute(async (trx) => {
       await writer.record(trx, [event(a, 'A-rolled-back')]);
       throw new Error('roll back');
     }), /roll back/);
-    assert.deepEqual(told, ['A-1', 'B-1', 'A-rolled-back']);
+    assert.deepEqual(told, [a, b, a]);
     const rows = await db.selectFrom('events').select(['supplier_id', 'external_account_number'])
       .where('supplier_id', 'in', [a, b]).orderBy('id').execute();
     assert.deepEqual(rows.map((r) => r.external_account_number), ['A-1', 'A-2', 'B-1', 'A-3', 'B-2']);
@@ -46,10 +46,10 @@ describe('events.record', () => {
     const event: NewEvent = { supplierId, type: 'import_process.staged', externalAccountNumber: 'W-1', data: { first_staging: true } };
     const told: string[] = [];
     const writer = createEvents({
-      onRecorded: async (trx, e) => {
+      onRecorded: async (trx, id) => {
         // Run after the statement: the event is already there for the hook to see.
-        const seen = await trx.selectFrom('events').select('id').where('supplier_id', '=', supplierId).execute();
-        told.push(`${e.externalAccountNumber} (${seen.length} seen)`);
+        const seen = await trx.selectFrom('events').select('external_account_number').where('supplier_id', '=', id).orderBy('id').execute();
+        told.push(`${seen.at(-1)?.external_account_number} (${seen.length} seen)`);
       },
     });
     const write = (trx: Transaction<Database>, team: string) =>
@@ -76,19 +76,18 @@ describe('events.record', () => {
     const statement = (name: string) => sql<{ supplier_id: number; external_account_number: string }>`
       INSERT INTO operations_teams (name) VALUES (${name}) RETURNING ${supplierId}::int8 AS supplier_id, name AS external_account_number`;
     const perRow = { type: 'import_process.staged', data: sql<unknown>`'{"first_staging":true}'::jsonb` } as const;
-    const event = (id: number): NewEvent => ({ supplierId: id, type: 'import_process.staged', externalAccountNumber: null, data: { first_staging: true } });
     let idle = true;
     const told: number[] = [];
-    const hook: EventRecordedHook = Object.assign(async (_trx: unknown, e: NewEvent) => { told.push(e.supplierId); },
+    const hook: EventRecordedHook = Object.assign(async (_trx: unknown, id: number) => { told.push(id); },
       { idleFor: (id: number) => idle && id === supplierId });
     const writer = createEvents({ onRecorded: hook });
-    const alone = await writer.recordPerRow(db, statement(`${team}-1`), perRow, [supplierId], event);
+    const alone = await writer.recordPerRow(db, statement(`${team}-1`), perRow, [supplierId]);
     idle = false;
-    const joined = await writer.recordPerRow(db, statement(`${team}-2`), perRow, [supplierId], event);
+    const joined = await writer.recordPerRow(db, statement(`${team}-2`), perRow, [supplierId]);
     // The same name again breaks the unique name: the statement fails whole, its event with it.
-    await assert.rejects(writer.recordPerRow(db, statement(`${team}-2`), perRow, [supplierId], event));
+    await assert.rejects(writer.recordPerRow(db, statement(`${team}-2`), perRow, [supplierId]));
     idle = true;
-    await assert.rejects(writer.recordPerRow(db, statement(`${team}-1`), perRow, [supplierId], event));
+    await assert.rejects(writer.recordPerRow(db, statement(`${team}-1`), perRow, [supplierId]));
     assert.deepEqual(alone.map((r) => r.external_account_number), [`${team}-1`]);
     assert.deepEqual(joined.map((r) => r.external_account_number), [`${team}-2`]);
     // The hook ran only while not idle, after its statement: for the second one (the third failed before it).

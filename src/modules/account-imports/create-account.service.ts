@@ -141,12 +141,9 @@ async function create(
       // The created attempt and its event are written by the account's own statement (a dry run's
       // would be rolled back with it: it writes neither).
       const recordCreated = body.dry_run === true ? [] : createdRecords(deps, attempt.startedAt);
-      const [{ number, createdAt }] = await buildAccounts(trx, deps, supplier, state.team_id, [{ importId: state.id, ext, data }], recordCreated) as [BuiltAccount];
+      const [{ number }] = await buildAccounts(trx, deps, supplier, state.team_id, [{ importId: state.id, ext, data }], recordCreated) as [BuiltAccount];
       if (body.dry_run === true) throw new DryRunRollback();
-      await deps.events.recorded(trx, [{
-        supplierId: supplier.id, type: 'import_process.completed', externalAccountNumber: ext,
-        data: { service_account_number: number, account_created_at: utcSeconds(createdAt) },
-      }]);
+      await deps.events.recorded(trx, [supplier.id]);
       await deps.onCreated?.(trx, number);
       return number;
     });

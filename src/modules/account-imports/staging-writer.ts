@@ -145,8 +145,7 @@ async function flush(db: Kysely<Database>, events: Events, batch: Pending[]): Pr
   try {
     // The events commit with the staging they report, or neither does (D13): the statement writes
     // both, alone (no BEGIN, no COMMIT) unless the webhooks' trigger has work for these suppliers.
-    const written = await events.recordPerRow(db, imports.upsertStagedBatch(batch), imports.stagedBatchEvent, [...new Set(batch.map((row) => row.supplierId))],
-      (supplierId) => stagedEvent(supplierId, batch.find((row) => row.supplierId === supplierId)!.externalAccountNumber, true));
+    const written = await events.recordPerRow(db, imports.upsertStagedBatch(batch), imports.stagedBatchEvent, [...new Set(batch.map((row) => row.supplierId))]);
     inserted = new Map(written.map((r) => [`${r.supplier_id}:${r.external_account_number}`, r.inserted]));
   } catch {
     // Nothing committed. The rows are independent (one account each), so they may go at once.

@@ -11,10 +11,10 @@ import { eventsInsert } from './events.repository.ts';
 
 /**
  * Runs inside the event's transaction, after its insert; a failure fails the change like the insert
- * would. It must depend only on the transaction and the event's supplier: it runs once per supplier,
- * with that supplier's first event (the webhooks' fan-out trigger, webhooks/webhook-fanout.ts).
+ * would. It is told the transaction and a supplier whose events it wrote, once per supplier (the
+ * webhooks' fan-out trigger, webhooks/webhook-fanout.ts): nothing else of the events.
  */
-export type EventRecordedHook = ((trx: Transaction<Database>, event: NewEvent) => Promise<void>) & {
+export type EventRecordedHook = ((trx: Transaction<Database>, supplierId: number) => Promise<void>) & {
   /** True when the hook would surely do nothing for this supplier's events now (no statement). */
   idleFor?: (supplierId: number) => boolean;
 };
@@ -42,19 +42,19 @@ export interface Events {
    * after-record hook surely has nothing to do for `supplierIds`, the statement runs alone: one
    * statement is atomic by itself, so the change and its events commit together without BEGIN and
    * COMMIT, two round trips fewer. Otherwise it runs in a transaction, followed by the hook once per
-   * supplier with `hookEvent(supplierId)`.
+   * supplier.
    */
   recordPerRow<Row extends RowOfEvent>(db: Kysely<Database>, write: RawBuilder<Row>, perRow: { type: EventType; data: RawBuilder<unknown> },
-    supplierIds: readonly number[], hookEvent: (supplierId: number) => NewEvent): Promise<Row[]>;
+    supplierIds: readonly number[]): Promise<Row[]>;
   /**
    * For a statement of data-modifying CTEs that writes a change and its events together (the create's
    * account tree): the insert, to run as one of its CTEs, of one event of `type` per row of the CTE
    * named `rows` (with the event's `supplier_id` and `external_account_number`; `data` is SQL over
-   * the row, `w`). Once the statement has run, the caller calls `recorded` with the events it wrote.
+   * the row, `w`). Once the statement has run, the caller calls `recorded` with the events' suppliers.
    */
   insertPerRow(rows: string, perRow: { type: EventType; data: RawBuilder<unknown> }): RawBuilder<never>;
   /** What must follow events written by a statement of the caller's (insertPerRow): the after-record hook. */
-  recorded(trx: Transaction<Database>, events: readonly NewEvent[]): Promise<void>;
+  recorded(trx: Transaction<Database>, supplierIds: readonly number[]): Promise<void>;
   /**
    * True when the after-record hook would surely do nothing for this supplier's events now: their
    * statement may then run alone, committing by itself, with no `recorded` to follow.
@@ -68,54 +68,47 @@ export interface Events {
  * every-minute schedule picks them up.
  */
 export function createEvents({ onRecorded = null }: { onRecorded?: EventRecordedHook | null } = {}): Events {
-  const afterRecorded = async (trx: Transaction<Database>, events: readonly NewEvent[]) => {
+  const afterRecorded = async (trx: Transaction<Database>, supplierIds: Iterable<number>) => {
     if (!onRecorded) return;
-    const told = new Set<number>();
-    for (const event of events) {
-      if (told.has(event.supplierId)) continue;
-      told.add(event.supplierId);
-      await onRecorded(trx, event);
-    }
+    for (const supplierId of new Set(supplierIds)) await onRecorded(trx, supplierId);
   };
+  const suppliersOf = (events: readonly NewEvent[]) => events.map((event) => event.supplierId);
   const idleFor = (supplierId: number) => onRecorded === null || (onRecorded.idleFor?.(supplierId) ?? false);
+
+  const insertPerRow = (rows: string, { type, data }: { type: EventType; data: RawBuilder<unknown> }): RawBuilder<never> => sql<never>`
+      INSERT INTO events (supplier_id, type, external_account_number, data)
+      SELECT w.supplier_id, ${type}, w.external_account_number, ${data} FROM ${sql.table(rows)} w`;
 
   return {
     async record<Row>(trx: Transaction<Database>, events: readonly NewEvent[], write?: EventWrite<Row> | null): Promise<Row[]> {
       if (write === undefined || write === null) {
         if (events.length === 0) return [];
         await eventsInsert(trx, events).execute();
-        await afterRecorded(trx, events);
+        await afterRecorded(trx, suppliersOf(events));
         return [];
       }
       if (events.length === 0) throw new Error('a write with events needs at least one event');
       const { rows } = await sql<Row>`${sql.raw(SERVER_PREPARED)} WITH written AS (${write}), recorded AS (${eventsInsert(trx, events)}) SELECT * FROM written`.execute(trx);
-      await afterRecorded(trx, events);
+      await afterRecorded(trx, suppliersOf(events));
       return rows;
     },
 
-    async recordPerRow<Row extends RowOfEvent>(db: Kysely<Database>, write: RawBuilder<Row>, { type, data }: { type: EventType; data: RawBuilder<unknown> },
-      supplierIds: readonly number[], hookEvent: (supplierId: number) => NewEvent): Promise<Row[]> {
+    async recordPerRow<Row extends RowOfEvent>(db: Kysely<Database>, write: RawBuilder<Row>, perRow: { type: EventType; data: RawBuilder<unknown> },
+      supplierIds: readonly number[]): Promise<Row[]> {
       const statement = sql<Row>`${sql.raw(SERVER_PREPARED)}
     WITH written AS (
       ${write}
-    ), recorded AS (
-      INSERT INTO events (supplier_id, type, external_account_number, data)
-      SELECT w.supplier_id, ${type}, w.external_account_number, ${data} FROM written w
-    )
+    ), recorded AS (${insertPerRow('written', perRow)})
     SELECT * FROM written`;
       if (supplierIds.every(idleFor)) return (await statement.execute(db)).rows;
       return db.transaction().execute(async (trx) => {
         const { rows } = await statement.execute(trx);
-        await afterRecorded(trx, supplierIds.map(hookEvent));
+        await afterRecorded(trx, supplierIds);
         return rows;
       });
     },
 
-    insertPerRow(rows: string, { type, data }: { type: EventType; data: RawBuilder<unknown> }): RawBuilder<never> {
-      return sql<never>`INSERT INTO events (supplier_id, type, external_account_number, data)
-      SELECT w.supplier_id, ${type}, w.external_account_number, ${data} FROM ${sql.table(rows)} w`;
-    },
-
+    insertPerRow,
     recorded: afterRecorded,
     idleFor,
   };

@@ -2,7 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import type { EventRecordedHook, NewEvent } from '../events/index.ts';
+import type { EventRecordedHook } from '../events/index.ts';
 import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
 import * as repo from './webhooks.repository.ts';
 
@@ -84,9 +84,9 @@ export function createWebhookFanout({ db, queue, clock }: { db: Kysely<Database>
   }
 
   const triggered = new WeakSet<object>();
-  const trigger = async (trx: Transaction<Database>, event: NewEvent) => {
+  const trigger = async (trx: Transaction<Database>, supplierId: number) => {
     if (triggered.has(trx)) return;
-    if (!(await supplierHasEndpoint(trx, event.supplierId))) return;
+    if (!(await supplierHasEndpoint(trx, supplierId))) return;
     triggered.add(trx);
     if (await queue.hasWaiting(FANOUT_QUEUE, trx)) return;
     await sendFanout(queue, trx);
