@@ -229,6 +229,45 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     }
   });
 
+  test('data staged again between a create\'s first read and its write is the data the account is built from', async () => {
+    // The create first reads the staged data without a lock, then writes the account in one
+    // statement that checks, under the row's lock, that the data is still the version it read. Here
+    // a re-stage holds the row between the two: the create's write waits for it, finds a newer
+    // version, writes nothing, and the create starts again in a transaction from the new data.
+    const [a] = apps as [TestApp, TestApp];
+    const tenant = await createTenant(a);
+    const p1 = await stage(a, tenant);
+    const restaged = 'B9 9AA';
+    assert.notEqual(p1.billing_address.postal_code, restaged);
+    const restager = await pgSession(url);
+    const watcher = await pgSession(url);
+    try {
+      await restager.query('BEGIN');
+      const { rowCount } = await restager.query(`UPDATE account_imports SET data = jsonb_set(data, '{billing_address,postal_code}', to_jsonb($1::text))
+        WHERE external_account_number = $2`, [restaged, p1.external_account_number]);
+      assert.equal(rowCount, 1);
+      const creating = processAccount(a, tenant, p1.external_account_number);
+      await waitUntil(async () => {
+        const { rows } = await watcher.query(`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF ai%'`);
+        return rows[0].n === 1;
+      }, 'the create\'s write waits for the re-staged row');
+      await restager.query('COMMIT');
+      const created = await creating;
+      assert.equal(created.status, 201, created.body);
+      const account = await a.store.db.selectFrom('accounts').select('billing_postal_code')
+        .where('number', '=', created.json.service_account_number).executeTakeFirstOrThrow();
+      assert.equal(account.billing_postal_code, restaged);
+      const attempts = await a.store.db.selectFrom('create_attempts').select('outcome')
+        .where('external_account_number', '=', p1.external_account_number).execute();
+      assert.deepEqual(attempts, [{ outcome: 'created' }], 'one attempt, recorded once');
+    } finally {
+      await restager.query('ROLLBACK').catch(() => {});
+      await restager.end();
+      await watcher.end();
+    }
+  });
+
   test('a job\'s chunk of new accounts takes one slot, not one per account; with none free it goes back to one record at a time', async () => {
     const t3 = chunker!;
     const tenant = await createTenant(t3);
