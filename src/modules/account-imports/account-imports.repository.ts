@@ -236,12 +236,7 @@ export interface AttemptRecord {
 
 /** The insert of an attempt's record, built and not yet run: it travels with the attempt's event (recordEventsWith). */
 export function attemptInsert(trx: Transaction<Database>, attempt: AttemptRecord) {
-  return attemptsInsert(trx, [attempt]);
-}
-
-/** attemptInsert for many attempts in one statement; `attempts` is not empty. */
-export function attemptsInsert(trx: Transaction<Database>, attempts: readonly AttemptRecord[]) {
-  return trx.insertInto('create_attempts').values(attempts.map((attempt) => ({
+  return trx.insertInto('create_attempts').values({
     supplier_id: attempt.supplierId,
     external_account_number: attempt.externalAccountNumber,
     dry_run: attempt.dryRun,
@@ -251,17 +246,18 @@ export function attemptsInsert(trx: Transaction<Database>, attempts: readonly At
     error_attr: attempt.errorAttr ?? null,
     error_field_code: attempt.errorFieldCode ?? null,
     started_at: attempt.startedAt,
-  }))).returning('id');
+  }).returning('id');
 }
 
 /**
  * The `created` attempt of each account of `accounts` (a CTE's name: a statement's rows with
- * supplier_id and external_account_number), as a data-modifying CTE's statement: for the statement
- * that writes the accounts (insertAccountsWithTrees), so that each commits with its account.
+ * supplier_id, external_account_number and acct, the account's place in its set, the order the
+ * attempts are written in), as a data-modifying CTE's statement: for the statement that writes the
+ * accounts (insertAccountsWithTrees), so that each commits with its account.
  */
 export function createdAttemptsInsert(accounts: string, startedAt: Date): RawBuilder<never> {
   return sql<never>`INSERT INTO create_attempts (supplier_id, external_account_number, dry_run, outcome, started_at)
-      SELECT w.supplier_id, w.external_account_number, false, 'created', ${startedAt}::timestamptz FROM ${sql.table(accounts)} w`;
+      SELECT w.supplier_id, w.external_account_number, false, 'created', ${startedAt}::timestamptz FROM ${sql.table(accounts)} w ORDER BY w.acct`;
 }
 
 /**

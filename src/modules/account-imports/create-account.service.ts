@@ -11,7 +11,6 @@ import { queueEmails } from '../email/index.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { welcomeEmail } from '../email/index.ts';
 import type { Events, NewEvent } from '../events/index.ts';
-import { utcSeconds } from '../../schemas/datetime.ts';
 import type { ProcessAccountBody, ProcessAccountResponse } from './account-imports.schemas.ts';
 import * as imports from './account-imports.repository.ts';
 import { newAccountNumber } from './account-number.ts';
@@ -177,7 +176,7 @@ function atOnce(deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccoun
 function createdRecords(deps: Pick<CreateAccountDeps, 'events'>, startedAt: Date): RawBuilder<unknown>[] {
   return [
     imports.createdAttemptsInsert('account_keys', startedAt),
-    deps.events.insertPerRow('account_keys', { type: 'import_process.completed', data: imports.completedEventData }),
+    deps.events.insertPerRow('account_keys', { type: 'import_process.completed', data: imports.completedEventData }, 'acct'),
   ];
 }
 
@@ -221,17 +220,14 @@ export async function createNewAccounts(
   })), imports.insertFirstStages(staged.map(({ ext, data }) => ({ supplierId: supplier.id, externalAccountNumber: ext, dataJson: JSON.stringify(data) }))));
   if (stagedRows.length < staged.length) throw new NewAccountsRaced();
   const importIds = new Map(stagedRows.map((row) => [row.external_account_number, row.id]));
-  const built = await buildAccounts(trx, deps, supplier, teamId, staged.map(({ ext, data }) => ({ importId: importIds.get(ext)!, ext, data })));
+  // Each account's created attempt and `import_process.completed` are written by its own statement,
+  // as a single create writes them.
+  const built = await buildAccounts(trx, deps, supplier, teamId, staged.map(({ ext, data }) => ({ importId: importIds.get(ext)!, ext, data })),
+    createdRecords(deps, startedAt));
+  await deps.events.recorded(trx, [supplier.id]);
   const created: CreatedAccount[] = built.map((made, i) => ({
     externalAccountNumber: staged[i]!.ext, accountId: made.id, serviceAccountNumber: made.number, createdAt: made.createdAt,
   }));
-  await deps.events.record(trx, created.map((c) => ({
-    supplierId: supplier.id, type: 'import_process.completed' as const, externalAccountNumber: c.externalAccountNumber,
-    data: { service_account_number: c.serviceAccountNumber, account_created_at: utcSeconds(c.createdAt) },
-  })), imports.attemptsInsert(trx, created.map((c) => ({
-    supplierId: supplier.id, externalAccountNumber: c.externalAccountNumber, dryRun: false, startedAt,
-    outcome: 'created' as const, errorCode: null, errorDetail: null,
-  }))));
   return created;
 }
 

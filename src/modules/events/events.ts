@@ -50,9 +50,10 @@ export interface Events {
    * For a statement of data-modifying CTEs that writes a change and its events together (the create's
    * account tree): the insert, to run as one of its CTEs, of one event of `type` per row of the CTE
    * named `rows` (with the event's `supplier_id` and `external_account_number`; `data` is SQL over
-   * the row, `w`). Once the statement has run, the caller calls `recorded` with the events' suppliers.
+   * the row, `w`), in the order of the row's column `orderBy` when given (the events' order in the
+   * feed). Once the statement has run, the caller calls `recorded` with the events' suppliers.
    */
-  insertPerRow(rows: string, perRow: { type: EventType; data: RawBuilder<unknown> }): RawBuilder<never>;
+  insertPerRow(rows: string, perRow: { type: EventType; data: RawBuilder<unknown> }, orderBy?: string): RawBuilder<never>;
   /** What must follow events written by a statement of the caller's (insertPerRow): the after-record hook. */
   recorded(trx: Transaction<Database>, supplierIds: readonly number[]): Promise<void>;
   /**
@@ -75,9 +76,9 @@ export function createEvents({ onRecorded = null }: { onRecorded?: EventRecorded
   const suppliersOf = (events: readonly NewEvent[]) => events.map((event) => event.supplierId);
   const idleFor = (supplierId: number) => onRecorded === null || (onRecorded.idleFor?.(supplierId) ?? false);
 
-  const insertPerRow = (rows: string, { type, data }: { type: EventType; data: RawBuilder<unknown> }): RawBuilder<never> => sql<never>`
+  const insertPerRow = (rows: string, { type, data }: { type: EventType; data: RawBuilder<unknown> }, orderBy?: string): RawBuilder<never> => sql<never>`
       INSERT INTO events (supplier_id, type, external_account_number, data)
-      SELECT w.supplier_id, ${type}, w.external_account_number, ${data} FROM ${sql.table(rows)} w`;
+      SELECT w.supplier_id, ${type}, w.external_account_number, ${data} FROM ${sql.table(rows)} w${orderBy ? sql` ORDER BY ${sql.ref(`w.${orderBy}`)}` : sql``}`;
 
   return {
     async record<Row>(trx: Transaction<Database>, events: readonly NewEvent[], write?: EventWrite<Row> | null): Promise<Row[]> {
