@@ -229,6 +229,57 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     }
   });
 
+  test('an instance killed during a create\'s one-statement write leaves the account whole or absent, and its slot free', async (ctx) => {
+    const [a, b] = apps as [TestApp, TestApp];
+    const tenant = await createTenant(a);
+    const [p0, p1] = [await stage(a, tenant), await stage(a, tenant)];
+    const server = await startServer({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2', OUTBOX_INTERVAL_MS: '0' });
+    const holder = await pgSession(url);
+    const create = (ext: string) => request(server.url, 'POST', PROCESS_URL, {
+      token: tenant.token, timeoutMs: 15_000,
+      body: { external_account_number: ext, import_supplier_code: tenant.supplier, operations_team_name: tenant.team },
+    });
+    try {
+      // The server's first create learns that the supplier has no webhook endpoint; its next create
+      // is then written by one statement without a transaction of its own.
+      assert.equal((await create(p0.external_account_number)).status, 201);
+      await holder.query('BEGIN');
+      await holdIdentifierOf(holder, p1, p0);
+      const doomed = create(p1.external_account_number);
+      await waitUntil(async () => (await slotsHeld()) === 1, 'the server\'s create holds a slot');
+      const { rows: [waiting] } = await holder.query(`SELECT query, state FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+      assert.match(waiting.query, /gate AS MATERIALIZED/, 'the create waits inside its one statement');
+      await server.kill();
+      assert.ok((await doomed).status <= 0, 'the killed server never answered');
+      await holder.query('ROLLBACK');
+      await waitUntil(async () => (await slotsHeld()) === 0, 'the killed instance\'s slot is free');
+
+      // The statement had all it needed from the dead client: it runs to its end, whole, or not at all.
+      const db = a.store.db;
+      const accounts = await db.selectFrom('accounts').select(['id', 'number']).where('external_account_number', '=', p1.external_account_number).execute();
+      const ofAccount = async () => ({
+        points: (await db.selectFrom('supply_points').select('id').where('account_id', '=', accounts[0]!.id).execute()).length,
+        attempts: (await db.selectFrom('create_attempts').select('outcome').where('external_account_number', '=', p1.external_account_number).orderBy('id').execute()).map((r) => r.outcome),
+        completed: (await db.selectFrom('events').select('id').where('external_account_number', '=', p1.external_account_number)
+          .where('type', '=', 'import_process.completed').execute()).length,
+      });
+      const again = await processAccount(b, tenant, p1.external_account_number);
+      ctx.diagnostic(accounts.length === 0 ? 'the statement did not commit' : 'the statement committed after its client died');
+      if (accounts.length === 0) {
+        assert.equal(again.status, 201, again.body);
+      } else {
+        const staged = p1.supply_addresses.reduce((n, address) => n + address.supply_points.length, 0);
+        assert.deepEqual(await ofAccount(), { points: staged, attempts: ['created', 'failed'], completed: 1 });
+        assert.deepEqual([again.status, again.json.code], [400, 'account_already_imported']);
+      }
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+      await server.kill();
+    }
+  });
+
   test('data staged again between a create\'s first read and its write is the data the account is built from', async () => {
     // The create first reads the staged data without a lock, then writes the account in one
     // statement that checks, under the row's lock, that the data is still the version it read. Here
