@@ -3,8 +3,8 @@ import { after, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import {
-  blockedReason, createDeliveryAgents, createWebhook, deliverOnce, enableWebhook, listWebhooks, MAX_ATTEMPTS, retryDelayMs, runRetention,
-  webhookDeliveries,
+  blockedReason, createDeliveryAgents, createWebhook, deleteWebhook, deliverBatch, deliverOnce, enableWebhook, listWebhooks, MAX_ATTEMPTS,
+  retryDelayMs, runRetention, webhookDeliveries,
 } from '../../src/modules/webhooks/index.ts';
 import { eventsOf } from '../support/events.ts';
 import { processAccount, stage, STAGE_URL, supplierIdOf, waitUntil } from '../support/imports.ts';
@@ -244,6 +244,29 @@ describe('webhook deliveries (D13)', () => {
     assert.ok(took < 2000, `staging took ${took} ms`);
     assert.equal(receiver.received.length, 1);
     receiver.release();
+  });
+  test('an endpoint deleted while its delivery is in flight: the batch still ends, and the other endpoints\' attempts are logged', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver(['hang', 'hang']);
+    // A filter that matches nothing this test records, so the app's own workers leave these endpoints
+    // alone; the attempts are made here, as one worker's batch.
+    const kept = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
+    const deleted = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
+    await stage(t, tenant);
+    const [event] = await eventsOf(t, tenant, 1);
+    const agents = createDeliveryAgents();
+    after(() => agents.destroy());
+    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: true, clock: t.clock, agents, logger: { warn() {} } };
+    const batch = deliverBatch(deps, [kept, deleted].map((endpoint) => ({ endpoint_id: endpoint.webhook, event_id: Number(event.id), attempt: 1 })));
+    await receiver.waitFor(2);
+    await deleteWebhook(db, deleted.webhook);
+    receiver.release();
+    // Both attempts reached the receiver and were answered 200: both were delivered, though only
+    // the endpoint that still exists keeps a log of it.
+    assert.deepEqual(await batch, ['delivered', 'delivered']);
+    assert.deepEqual((await deliveriesOf(kept.webhook, 1)).map((r) => [r.event, r.attempt, r.status_code]), [[event.id, 1, 200]]);
+    const orphans = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${deleted.webhook}`.execute(db);
+    assert.equal(orphans.rows[0]!.n, 0);
   });
 });
 

@@ -91,11 +91,22 @@ export function findDeliveries(db: Db, attempts: Array<{ endpoint_id: string; ev
     .execute();
 }
 
-/** Logs attempts; one logged already (a job that ran again after a crash) is kept as it was. */
+/**
+ * Logs attempts; one logged already (a job that ran again after a crash) is kept as it was. An
+ * attempt to an endpoint deleted since it was made is not logged (the endpoint's log went with it):
+ * each endpoint row is locked against deletion for the insert, so one deleted by a transaction
+ * that committed meanwhile is skipped instead of failing the whole batch on the foreign key.
+ */
 export async function logDeliveries(db: Db, rows: Array<Omit<DeliveryRow, 'id' | 'at'>>): Promise<void> {
   if (rows.length === 0) return;
-  await db.insertInto('webhook_deliveries').values(rows)
-    .onConflict((oc) => oc.columns(['endpoint_id', 'event_id', 'attempt']).doNothing()).execute();
+  await sql`WITH r AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+        AS r(endpoint_id text, event_id int8, event_type text, attempt int4, status_code int4, latency_ms int4, error text)
+    ), live AS (SELECT e.id FROM webhook_endpoints e WHERE e.id IN (SELECT endpoint_id FROM r) FOR KEY SHARE)
+    INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, attempt, status_code, latency_ms, error)
+    SELECT r.endpoint_id, r.event_id, r.event_type, r.attempt, r.status_code, r.latency_ms, r.error
+    FROM r WHERE r.endpoint_id IN (SELECT id FROM live)
+    ON CONFLICT (endpoint_id, event_id, attempt) DO NOTHING`.execute(db);
 }
 
 /** An event to deliver: as the feed shows it, or a test ping (no supplier). */
