@@ -42,7 +42,9 @@ export function registerBodyReading(app: FastifyInstance, bodyLimit: number): vo
       if (!error) {
         recordInexactNumbers(text, value);
         recordStorableText(text, value);
-        if (value !== null && typeof value === 'object') textByDocument.set(value, text);
+        // Kept only for a route that answers it: a WeakMap entry per body costs every other route
+        // garbage-collector time for nothing.
+        if (request.routeOptions.config.echoesBodyText === true && value !== null && typeof value === 'object') textByDocument.set(value, text);
       }
       done(error, value);
     });
@@ -52,11 +54,19 @@ export function registerBodyReading(app: FastifyInstance, bodyLimit: number): vo
 const textByDocument = new WeakMap<object, string>();
 const BYTE_ORDER_MARK = 0xfeff;
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route answers its body's own text (jsonTextOf): the parser keeps it for the route. */
+    echoesBodyText?: boolean;
+  }
+}
+
 /**
  * The JSON text a parsed body was read from (inflated, if it came gzipped; without a byte order
  * mark), for an answer that echoes the body exactly as sent: re-serialising the parsed body would
  * only cost time and lose the sender's own spelling (white space, escapes, number forms), never its
- * meaning. Undefined for anything this parser did not produce.
+ * meaning. Only on a route whose config says `echoesBodyText: true`; undefined for anything else
+ * (and for anything this parser did not produce).
  */
 export function jsonTextOf(document: unknown): string | undefined {
   if (document === null || typeof document !== 'object') return undefined;

@@ -27,6 +27,7 @@ export const accountDataRoutes: FastifyPluginAsync = async (app) => {
     },
     // The echo is the data exactly as sent (already validated): no serializer may drop or reshape it.
     serializerCompiler: () => (data) => JSON.stringify(data),
+    config: { echoesBodyText: true },
   }, async (request, reply) => {
     await requireCallerSupplier(callerOf(request), request.body.import_supplier, 'import_supplier');
     // The text as it came (a JSON content type sends a string as it is); the parsed body only if
