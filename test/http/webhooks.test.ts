@@ -7,7 +7,7 @@ import {
   retryDelayMs, runRetention, webhookDeliveries,
 } from '../../src/modules/webhooks/index.ts';
 import { eventsOf } from '../support/events.ts';
-import { processAccount, stage, STAGE_URL, supplierIdOf, waitUntil } from '../support/imports.ts';
+import { PG_ONLY, pgSession, processAccount, stage, STAGE_URL, supplierIdOf, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
@@ -267,6 +267,38 @@ describe('webhook deliveries (D13)', () => {
     assert.deepEqual((await deliveriesOf(kept.webhook, 1)).map((r) => [r.event, r.attempt, r.status_code]), [[event.id, 1, 200]]);
     const orphans = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${deleted.webhook}`.execute(db);
     assert.equal(orphans.rows[0]!.n, 0);
+  });
+
+  test('an endpoint whose deletion commits while its attempt is being logged: the log skips it instead of failing the batch', { skip: PG_ONLY }, async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver(['hang', 'hang']);
+    const kept = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
+    const deleted = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
+    await stage(t, tenant);
+    const [event] = await eventsOf(t, tenant, 1);
+    const agents = createDeliveryAgents();
+    after(() => agents.destroy());
+    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: true, clock: t.clock, agents, logger: { warn() {} } };
+    const deleter = await pgSession(t.config.databaseUrl);
+    try {
+      const batch = deliverBatch(deps, [kept, deleted].map((endpoint) => ({ endpoint_id: endpoint.webhook, event_id: Number(event.id), attempt: 1 })));
+      await receiver.waitFor(2);
+      // The deletion is made but not committed when the log is written: the log waits for it.
+      await deleter.query('BEGIN');
+      await deleter.query('DELETE FROM webhook_endpoints WHERE id = $1', [deleted.webhook]);
+      receiver.release();
+      await waitUntil(async () => {
+        const { rows } = await deleter.query(`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO webhook_deliveries%'`);
+        return rows[0].n === 1;
+      }, 'the log waits for the deletion');
+      await deleter.query('COMMIT');
+      assert.deepEqual(await batch, ['delivered', 'delivered']);
+      assert.deepEqual((await deliveriesOf(kept.webhook, 1)).map((r) => [r.event, r.attempt, r.status_code]), [[event.id, 1, 200]]);
+    } finally {
+      await deleter.query('ROLLBACK').catch(() => {});
+      await deleter.end();
+    }
   });
 });
 
