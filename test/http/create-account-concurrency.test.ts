@@ -247,7 +247,7 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
       await holdIdentifierOf(holder, p1, p0);
       const doomed = create(p1.external_account_number);
       await waitUntil(async () => (await slotsHeld()) === 1, 'the server\'s create holds a slot');
-      const { rows: [waiting] } = await holder.query(`SELECT query, state FROM pg_stat_activity
+      const { rows: [waiting] } = await holder.query(`SELECT query FROM pg_stat_activity
         WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
       assert.match(waiting.query, /gate AS MATERIALIZED/, 'the create waits inside its one statement');
       await server.kill();

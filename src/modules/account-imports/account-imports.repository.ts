@@ -234,7 +234,7 @@ export interface AttemptRecord {
   errorFieldCode?: string | null;
 }
 
-/** The insert of an attempt's record, built and not yet run: it travels with the attempt's event (recordEventsWith). */
+/** The insert of an attempt's record, built and not yet run: it travels with the attempt's event (events.record). */
 export function attemptInsert(trx: Transaction<Database>, attempt: AttemptRecord) {
   return trx.insertInto('create_attempts').values({
     supplier_id: attempt.supplierId,

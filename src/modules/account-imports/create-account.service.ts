@@ -187,7 +187,7 @@ function concurrencyLimitExceeded(limit: number): AppError {
 
 /** An account of a set created at once: never staged, its data valid (validateAccountData passed). */
 export interface NewAccount { externalAccountNumber: string; data: AccountData }
-export interface CreatedAccount { externalAccountNumber: string; accountId: number; serviceAccountNumber: string; createdAt: Date }
+export interface CreatedAccount { externalAccountNumber: string; accountId: number; serviceAccountNumber: string }
 
 /** A set could not be created as one: one of its accounts was staged meanwhile, by anything. Nothing of it may stay. */
 export class NewAccountsRaced extends Error {}
@@ -226,7 +226,7 @@ export async function createNewAccounts(
     createdRecords(deps, startedAt));
   await deps.events.recorded(trx, [supplier.id]);
   const created: CreatedAccount[] = built.map((made, i) => ({
-    externalAccountNumber: staged[i]!.ext, accountId: made.id, serviceAccountNumber: made.number, createdAt: made.createdAt,
+    externalAccountNumber: staged[i]!.ext, accountId: made.id, serviceAccountNumber: made.number,
   }));
   return created;
 }
@@ -246,7 +246,7 @@ async function identifierTaken(db: Kysely<Database>, data: AccountData): Promise
     `supply_addresses.${taken.addressIndex}.supply_points.${taken.pointIndex}.identifier`);
 }
 
-interface BuiltAccount { id: number; number: string; createdAt: Date }
+interface BuiltAccount { id: number; number: string }
 
 function accountWithTree(supplier: Supplier, teamId: number, importId: number, ext: string, data: AccountData, number: string): AccountWithTree {
   return {
@@ -292,7 +292,7 @@ async function buildAccounts(
     const made = await insertAccountsWithTrees(trx, pending.map((i) => set[i]!), also);
     pending = pending.filter((i, k) => {
       const row = made[k];
-      if (row) built[i] = { id: row.id, number: set[i]!.account.number, createdAt: row.created_at };
+      if (row) built[i] = { id: row.id, number: set[i]!.account.number };
       return !row;
     });
   }

@@ -99,10 +99,9 @@ export function findDeliveries(db: Db, attempts: Array<{ endpoint_id: string; ev
  */
 export async function logDeliveries(db: Db, rows: Array<Omit<DeliveryRow, 'id' | 'at'>>): Promise<void> {
   if (rows.length === 0) return;
-  await sql`WITH r AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-        AS r(endpoint_id text, event_id int8, event_type text, attempt int4, status_code int4, latency_ms int4, error text)
-    ), live AS (SELECT e.id FROM webhook_endpoints e WHERE e.id IN (SELECT endpoint_id FROM r) FOR KEY SHARE)
+  // The rows read through the table's own row type (id and at are left to their defaults).
+  await sql`WITH r AS (SELECT * FROM jsonb_populate_recordset(NULL::webhook_deliveries, ${JSON.stringify(rows)}::jsonb)),
+    live AS (SELECT e.id FROM webhook_endpoints e WHERE e.id IN (SELECT endpoint_id FROM r) FOR KEY SHARE)
     INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, attempt, status_code, latency_ms, error)
     SELECT r.endpoint_id, r.event_id, r.event_type, r.attempt, r.status_code, r.latency_ms, r.error
     FROM r WHERE r.endpoint_id IN (SELECT id FROM live)
