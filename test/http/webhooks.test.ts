@@ -287,9 +287,10 @@ describe('webhook deliveries (D13)', () => {
       await deleter.query('BEGIN');
       await deleter.query('DELETE FROM webhook_endpoints WHERE id = $1', [deleted.webhook]);
       receiver.release();
+      // Other test files share this database: only a session held up by this one's deletion counts.
       await waitUntil(async () => {
         const { rows } = await deleter.query(`SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO webhook_deliveries%'`);
+          WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) AND query LIKE '%INSERT INTO webhook_deliveries%'`);
         return rows[0].n === 1;
       }, 'the log waits for the deletion');
       await deleter.query('COMMIT');
