@@ -34,6 +34,27 @@ function upload(ctx: Ctx, id: string, count: number, line: (n: number) => string
   return uploadNdjson(`${ctx.server().url}${JOBS}${id}/records/`, ctx.headers, count, line);
 }
 
+/** Full records a request: about 930 MB, under an upload's 1 GiB body limit. */
+const UPLOAD_PART = 100_000;
+
+/**
+ * `count` records uploaded as a migration team would send a book bigger than one request takes: in
+ * parts of UPLOAD_PART records, one after the other, each appended to the job. The figures are summed;
+ * the body is the last part's answer, and `received` the records all parts took.
+ */
+async function uploadInParts(ctx: Ctx, id: string, count: number, line: (n: number) => string) {
+  let total = { status: 200, body: '', seconds: 0, bytes: 0, lines: 0, received: 0 };
+  for (let first = 0; first < count && total.status === 200; first += UPLOAD_PART) {
+    const part = Math.min(UPLOAD_PART, count - first);
+    if (count > UPLOAD_PART) log(`${ctx.store}: migration job: upload part ${first / UPLOAD_PART + 1} of ${Math.ceil(count / UPLOAD_PART)}`);
+    const sent = await upload(ctx, id, part, (n) => line(first + n));
+    const received = sent.status === 200 ? (JSON.parse(sent.body) as { received: number }).received : 0;
+    total = { status: sent.status, body: sent.body, seconds: total.seconds + sent.seconds, bytes: total.bytes + sent.bytes,
+      lines: total.lines + sent.lines, received: total.received + received };
+  }
+  return total;
+}
+
 export async function migrationJob(ctx: Ctx): Promise<void> {
   const records = ctx.cfg.jobRecords;
   const what = `migration job: ${records.toLocaleString('en-GB')} records (account, 1 statement, ${JOB_TRANSACTIONS} transactions, ${JOB_NOTES} notes)`;
@@ -57,10 +78,9 @@ export async function migrationJob(ctx: Ctx): Promise<void> {
 
   log(`${ctx.store}: migration job: upload ${records} records`);
   const id = await createJob(ctx);
-  const sent = await upload(ctx, id, records, (n) => jobRecordLine(templates, n));
-  const uploaded = sent.status === 200 ? JSON.parse(sent.body) as { received: number; total_records: number } : undefined;
-  if (!uploaded || uploaded.received !== records) {
-    throw new Error(`upload answered ${sent.status} (${uploaded?.received ?? 0} of ${records} received): ${sent.body.slice(0, 300)}`);
+  const sent = await uploadInParts(ctx, id, records, (n) => jobRecordLine(templates, n));
+  if (sent.status !== 200 || sent.received !== records) {
+    throw new Error(`upload answered ${sent.status} (${sent.received} of ${records} received): ${sent.body.slice(0, 300)}`);
   }
   const pid = ctx.server().pid;
   const cpu = cpuSeconds(pid);
