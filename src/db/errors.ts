@@ -9,6 +9,8 @@ const SQLSTATE = {
   unstorableInput: ['22021', '22P05', '54001'],
   /** The server went away: admin_shutdown, crash_shutdown, cannot_connect_now, and the connection_exception class. */
   unavailable: ['57P01', '57P02', '57P03', '08000', '08003', '08006'],
+  /** The server rolled the transaction back to let another go on: deadlock_detected, serialization_failure. */
+  conflict: ['40P01', '40001'],
 } as const;
 
 /** Socket-level failures node reports while reaching the server. */
@@ -34,6 +36,18 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
 /** Input the validator let through that the store still cannot keep: a client error, not ours. */
 export function isUnstorableInput(error: unknown): boolean {
   return (SQLSTATE.unstorableInput as readonly string[]).includes(codeOf(error));
+}
+
+/**
+ * The server rolled the transaction back because it met another one: a deadlock (each waiting for a
+ * row the other holds; PostgreSQL aborts one of them) or a serialization failure. Nothing of it was
+ * kept, and the same work tried again normally succeeds: retryable, like an unavailable store. Two
+ * transactions can meet this way on the stats counters, whose rows are taken at commit in the order
+ * each transaction wrote its tables (a migration chunk stages before it creates; a single create
+ * only creates).
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  return (SQLSTATE.conflict as readonly string[]).includes(codeOf(error));
 }
 
 /** The store is unreachable (a restart, a network cut): a retryable condition rather than a bug. */

@@ -95,3 +95,35 @@ describe('a record run again after its worker died', () => {
     assert.ok(attempts!.again >= 1, 'some record ran twice');
   });
 });
+
+describe('a record rolled back to settle a deadlock', () => {
+  test('is retried as a transient failure, and succeeds; it is not an internal_error', async () => {
+    const tenant = await createTenant(t);
+    const ext = unique('DEADLOCK');
+    // PostgreSQL's own deadlock error (40P01), raised once for this account's insert: what a create
+    // meets when it and another transaction take the stats counters' rows in opposite orders.
+    const name = `deadlock_${ext.replace(/\W/g, '_').toLowerCase()}`;
+    await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
+    await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.external_account_number = '${ext}' AND nextval('${name}') = 1 THEN
+          RAISE EXCEPTION 'deadlock detected (planted)' USING ERRCODE = '40P01';
+        END IF;
+        RETURN NEW;
+      END $$`).execute(db);
+    await sql.raw(`CREATE TRIGGER ${name} BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION ${name}()`).execute(db);
+    try {
+      const before = logged.length;
+      const id = await runJob(tenant, [{ account: accountPayload(tenant.supplier, { external_account_number: ext }) }]);
+      await waitUntil(async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.state === 'completed', 'the job completes', 60_000);
+      const [result] = (await t.app.inject({ method: 'GET', url: `${BASE}${id}/records/`, headers: tenant.headers })).body
+        .split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      assert.deepEqual([result.outcome, result.created, result.errors], ['succeeded', true, []]);
+      const { rows: [tries] } = await sql<{ attempts: number }>`SELECT attempts FROM migration_job_records WHERE job_id = ${id}::uuid`.execute(db);
+      assert.equal(tries!.attempts, 2, 'the deadlocked try, then the one that succeeded');
+      assert.equal(logged.slice(before).filter((l) => l.obj.job_id === id).length, 0, 'nothing logged as unexpected');
+    } finally {
+      for (const drop of [`DROP TRIGGER ${name} ON accounts`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}`]) await sql.raw(drop).execute(db);
+    }
+  });
+});

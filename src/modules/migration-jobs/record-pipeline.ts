@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { compileValidator, type Validator } from '../../core/validation.ts';
-import { isStoreUnavailable } from '../../db/errors.ts';
+import { isStoreUnavailable, isTransactionConflict } from '../../db/errors.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Events } from '../events/index.ts';
@@ -242,6 +242,10 @@ function asStepFailure(step: RecordStep, error: unknown, prefix: string): StepFa
   }
   if (isStoreUnavailable(error)) {
     return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail: 'The database was unavailable.' }], true);
+  }
+  if (isTransactionConflict(error)) {
+    return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step,
+      detail: 'The database rolled this step back to settle a deadlock with other work.' }], true);
   }
   return new StepFailure(step, [{ code: 'internal_error', attr: prefix || step, detail: 'An unexpected error occurred; it has been logged.' }], false, error);
 }
