@@ -145,7 +145,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobRetryDelaySeconds: int('JOB_RETRY_DELAY_SECONDS', 8, 0, 3600),
     jobRecordTimeoutSeconds: int('JOB_RECORD_TIMEOUT_SECONDS', 300, 5, 86_400),
     jobPauseRecheckSeconds: int('JOB_PAUSE_RECHECK_SECONDS', 30, 1, 3600),
-    jobDispatchWindow: int('JOB_DISPATCH_WINDOW', 800, 1, 100_000),
+    jobDispatchWindow: int('JOB_DISPATCH_WINDOW', 3200, 1, 100_000),
     jobChunkRecords: int('JOB_CHUNK_RECORDS', 50, 1, 1000),
     queueMaintenanceIntervalSeconds: int('QUEUE_MAINTENANCE_INTERVAL_SECONDS', 60, 1, 3600),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
