@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/index.ts';
-import { insertImportedAccount } from '../support/accounts.ts';
+import { insertImportedAccount, plantDeadlockOnce } from '../support/accounts.ts';
 import { PROCESS_URL, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique } from '../support/test-app.ts';
@@ -258,17 +257,7 @@ describe('POST account-import-process/process/: rolled back to settle a deadlock
     const tenant = await createTenant(t);
     const payload = await stage(t, tenant, accountPayload(tenant.supplier, { external_account_number: unique('DEADLOCK') }));
     const ext = payload.external_account_number;
-    // PostgreSQL's deadlock error (40P01), raised once for this account's insert.
-    const name = `deadlock_${ext.replace(/\W/g, '_').toLowerCase()}`;
-    await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
-    await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.external_account_number = '${ext}' AND nextval('${name}') = 1 THEN
-          RAISE EXCEPTION 'deadlock detected (planted)' USING ERRCODE = '40P01';
-        END IF;
-        RETURN NEW;
-      END $$`).execute(db);
-    await sql.raw(`CREATE TRIGGER ${name} BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION ${name}()`).execute(db);
+    const removePlant = await plantDeadlockOnce(db, ext);
     try {
       const refused = await processAccount(t, tenant, ext);
       assert.equal(refused.status, 503, refused.body);
@@ -280,7 +269,7 @@ describe('POST account-import-process/process/: rolled back to settle a deadlock
       assert.equal(again.status, 201, again.body);
       assert.equal((await accountOf(tenant.supplier, ext))?.number, again.json.service_account_number);
     } finally {
-      for (const drop of [`DROP TRIGGER ${name} ON accounts`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}`]) await sql.raw(drop).execute(db);
+      await removePlant();
     }
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { plantDeadlockOnce } from '../support/accounts.ts';
 import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
@@ -100,18 +101,8 @@ describe('a record rolled back to settle a deadlock', () => {
   test('is retried as a transient failure, and succeeds; it is not an internal_error', async () => {
     const tenant = await createTenant(t);
     const ext = unique('DEADLOCK');
-    // PostgreSQL's own deadlock error (40P01), raised once for this account's insert: what a create
-    // meets when it and another transaction take the stats counters' rows in opposite orders.
-    const name = `deadlock_${ext.replace(/\W/g, '_').toLowerCase()}`;
-    await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
-    await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.external_account_number = '${ext}' AND nextval('${name}') = 1 THEN
-          RAISE EXCEPTION 'deadlock detected (planted)' USING ERRCODE = '40P01';
-        END IF;
-        RETURN NEW;
-      END $$`).execute(db);
-    await sql.raw(`CREATE TRIGGER ${name} BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION ${name}()`).execute(db);
+    // What a create meets when it and another transaction take the stats counters' rows in opposite orders.
+    const removePlant = await plantDeadlockOnce(db, ext);
     try {
       const before = logged.length;
       const id = await runJob(tenant, [{ account: accountPayload(tenant.supplier, { external_account_number: ext }) }]);
@@ -123,7 +114,7 @@ describe('a record rolled back to settle a deadlock', () => {
       assert.equal(tries!.attempts, 2, 'the deadlocked try, then the one that succeeded');
       assert.equal(logged.slice(before).filter((l) => l.obj.job_id === id).length, 0, 'nothing logged as unexpected');
     } finally {
-      for (const drop of [`DROP TRIGGER ${name} ON accounts`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}`]) await sql.raw(drop).execute(db);
+      await removePlant();
     }
   });
 });

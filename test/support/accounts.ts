@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
 import { findSupplierByCode, findTeamByName } from '../../src/modules/admin/index.ts';
 import { unique, type Tenant, type TestApp } from './test-app.ts';
 
@@ -42,4 +44,24 @@ export async function insertStagedOnly(t: TestApp, tenant: Tenant): Promise<stri
   await t.store.db.insertInto('account_imports')
     .values({ supplier_id: supplier.id, external_account_number: externalAccountNumber, data: '{}' }).execute();
   return externalAccountNumber;
+}
+
+/**
+ * Plants PostgreSQL's own deadlock error (40P01) on the insert of account `ext`, raised once: what a
+ * create meets when PostgreSQL rolls it back to settle a deadlock. Returns the function that removes it.
+ */
+export async function plantDeadlockOnce(db: Kysely<Database>, ext: string): Promise<() => Promise<void>> {
+  const name = `deadlock_${ext.replace(/\W/g, '_').toLowerCase()}`;
+  await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
+  await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.external_account_number = '${ext}' AND nextval('${name}') = 1 THEN
+        RAISE EXCEPTION 'deadlock detected (planted)' USING ERRCODE = '40P01';
+      END IF;
+      RETURN NEW;
+    END $$`).execute(db);
+  await sql.raw(`CREATE TRIGGER ${name} BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION ${name}()`).execute(db);
+  return async () => {
+    for (const drop of [`DROP TRIGGER ${name} ON accounts`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}`]) await sql.raw(drop).execute(db);
+  };
 }
