@@ -39,15 +39,17 @@ export function isUnstorableInput(error: unknown): boolean {
 }
 
 /**
- * The server rolled the transaction back because it met another one: a deadlock (each waiting for a
- * row the other holds; PostgreSQL aborts one of them) or a serialization failure. Nothing of it was
- * kept, and the same work tried again normally succeeds: retryable, like an unavailable store. Two
- * transactions can meet this way on the stats counters, whose rows are taken at commit in the order
- * each transaction wrote its tables (a migration chunk stages before it creates; a single create
- * only creates).
+ * Why a store error is worth retrying as it is, or undefined when it is not: `unavailable`, the
+ * store was away (isStoreUnavailable); `conflict`, the server rolled the transaction back because it
+ * met another one, a deadlock (each waiting for a row the other holds; PostgreSQL aborts one) or a
+ * serialization failure. Either way nothing of the transaction was kept, and the same work tried
+ * again normally succeeds. Two transactions can deadlock on the stats counters, whose rows are taken
+ * at commit in the order each transaction wrote its tables (a migration chunk stages before it
+ * creates; a single create only creates).
  */
-export function isTransactionConflict(error: unknown): boolean {
-  return (SQLSTATE.conflict as readonly string[]).includes(codeOf(error));
+export function retryableStoreFailure(error: unknown): 'unavailable' | 'conflict' | undefined {
+  if (isStoreUnavailable(error)) return 'unavailable';
+  return (SQLSTATE.conflict as readonly string[]).includes(codeOf(error)) ? 'conflict' : undefined;
 }
 
 /** The store is unreachable (a restart, a network cut): a retryable condition rather than a bug. */

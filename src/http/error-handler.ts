@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { AppError, messageFor } from '../core/errors.ts';
-import { isStoreUnavailable, isTransactionConflict, isUnstorableInput } from '../db/errors.ts';
+import { isUnstorableInput, retryableStoreFailure } from '../db/errors.ts';
 import { isExemptFromRequestDeadline } from './request-deadline.ts';
 import { logRequestCompleted, noteErrorCode } from './request-log.ts';
 
@@ -90,13 +90,13 @@ export function toAppError(error: unknown): AppError {
     return new AppError('invalid', 'The request holds text or nesting the store cannot keep.');
   }
   if (framework.statusCode === 503) return new AppError('service_unavailable', 'The service is unavailable; retry shortly.');
-  if (isStoreUnavailable(error)) {
-    return new AppError('service_unavailable', messageFor('service_unavailable'), { headers: { 'Retry-After': '1' } });
-  }
-  // Rolled back whole to settle a deadlock: nothing was written, and the same request may be sent again.
-  if (isTransactionConflict(error)) {
-    return new AppError('service_unavailable', 'The database rolled this request back to settle a deadlock with other work; nothing was written. Retry it.',
-      { headers: { 'Retry-After': '1' } });
+  // The store was away, or rolled the request back whole to settle a deadlock: nothing was written,
+  // and the same request may be sent again.
+  const retryable = retryableStoreFailure(error);
+  if (retryable) {
+    return new AppError('service_unavailable', retryable === 'conflict'
+      ? 'The database rolled this request back to settle a deadlock with other work; nothing was written. Retry it.'
+      : messageFor('service_unavailable'), { headers: { 'Retry-After': '1' } });
   }
   return new AppError('internal_error');
 }

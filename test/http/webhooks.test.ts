@@ -245,11 +245,14 @@ describe('webhook deliveries (D13)', () => {
     assert.equal(receiver.received.length, 1);
     receiver.release();
   });
-  test('an endpoint deleted while its delivery is in flight: the batch still ends, and the other endpoints\' attempts are logged', async () => {
+  /**
+   * One worker's batch of an event to two endpoints, `kept` and `deleted`, both held open by the
+   * receiver once it has them (receiver.release() answers 200). Their filter matches nothing the
+   * test records, so the app's own workers leave these endpoints alone.
+   */
+  async function batchToTwoHeldEndpoints() {
     const tenant = await createTenant(t);
     const receiver = await startReceiver(['hang', 'hang']);
-    // A filter that matches nothing this test records, so the app's own workers leave these endpoints
-    // alone; the attempts are made here, as one worker's batch.
     const kept = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
     const deleted = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
     await stage(t, tenant);
@@ -259,6 +262,11 @@ describe('webhook deliveries (D13)', () => {
     const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: true, clock: t.clock, agents, logger: { warn() {} } };
     const batch = deliverBatch(deps, [kept, deleted].map((endpoint) => ({ endpoint_id: endpoint.webhook, event_id: Number(event.id), attempt: 1 })));
     await receiver.waitFor(2);
+    return { receiver, kept, deleted, event: event!, batch };
+  }
+
+  test('an endpoint deleted while its delivery is in flight: the batch still ends, and the other endpoints\' attempts are logged', async () => {
+    const { receiver, kept, deleted, event, batch } = await batchToTwoHeldEndpoints();
     await deleteWebhook(db, deleted.webhook);
     receiver.release();
     // Both attempts reached the receiver and were answered 200: both were delivered, though only
@@ -270,19 +278,9 @@ describe('webhook deliveries (D13)', () => {
   });
 
   test('an endpoint whose deletion commits while its attempt is being logged: the log skips it instead of failing the batch', { skip: PG_ONLY }, async () => {
-    const tenant = await createTenant(t);
-    const receiver = await startReceiver(['hang', 'hang']);
-    const kept = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
-    const deleted = await createWebhook(db, tenant.organisation, receiver.url, 'migration_job.cancelled');
-    await stage(t, tenant);
-    const [event] = await eventsOf(t, tenant, 1);
-    const agents = createDeliveryAgents();
-    after(() => agents.destroy());
-    const deps = { db, queue: t.queue, retryBaseMs: 3_600_000, allowPrivateNetworks: true, clock: t.clock, agents, logger: { warn() {} } };
     const deleter = await pgSession(t.config.databaseUrl);
     try {
-      const batch = deliverBatch(deps, [kept, deleted].map((endpoint) => ({ endpoint_id: endpoint.webhook, event_id: Number(event.id), attempt: 1 })));
-      await receiver.waitFor(2);
+      const { receiver, kept, deleted, event, batch } = await batchToTwoHeldEndpoints();
       // The deletion is made but not committed when the log is written: the log waits for it.
       await deleter.query('BEGIN');
       await deleter.query('DELETE FROM webhook_endpoints WHERE id = $1', [deleted.webhook]);

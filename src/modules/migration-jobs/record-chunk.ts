@@ -1,5 +1,5 @@
 import { AppError } from '../../core/errors.ts';
-import { isStoreUnavailable, isTransactionConflict } from '../../db/errors.ts';
+import { retryableStoreFailure } from '../../db/errors.ts';
 import { validateAccountData, type AccountData, type Note } from '../account-data/index.ts';
 import {
   findRegisteredIdentifiers, findStagedNumbers, supplyPointsOf, type NewAccount,
@@ -63,7 +63,7 @@ export async function runChunk(deps: PipelineDeps, job: WorkerJobRow, rows: Reco
     return { succeeded: planned.map((p) => p.row), rest };
   } catch (error) {
     // Rolled back whole: each record runs on its own, and gets there the verdict the database gives it.
-    if (!isStoreUnavailable(error) && !isTransactionConflict(error) && !(error instanceof AppError)) {
+    if (!retryableStoreFailure(error) && !(error instanceof AppError)) {
       deps.log.warn({ err: error, job_id: job.id, lines: planned.map((p) => p.row.line) }, 'a migration chunk was rolled back; its records run one at a time');
     }
     return { succeeded: [], rest: [...rest, ...planned.map((p) => p.row)].sort((a, b) => a.line - b.line) };

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { compileValidator, type Validator } from '../../core/validation.ts';
-import { isStoreUnavailable, isTransactionConflict } from '../../db/errors.ts';
+import { retryableStoreFailure } from '../../db/errors.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Events } from '../events/index.ts';
@@ -240,12 +240,10 @@ function asStepFailure(step: RecordStep, error: unknown, prefix: string): StepFa
       : [{ code: error.code, attr: prefix || step, detail: error.detail }];
     return new StepFailure(step, errors, TRANSIENT_CODES.has(error.code));
   }
-  if (isStoreUnavailable(error)) {
-    return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail: 'The database was unavailable.' }], true);
-  }
-  if (isTransactionConflict(error)) {
-    return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step,
-      detail: 'The database rolled this step back to settle a deadlock with other work.' }], true);
+  const retryable = retryableStoreFailure(error);
+  if (retryable) {
+    return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail: retryable === 'conflict'
+      ? 'The database rolled this step back to settle a deadlock with other work.' : 'The database was unavailable.' }], true);
   }
   return new StepFailure(step, [{ code: 'internal_error', attr: prefix || step, detail: 'An unexpected error occurred; it has been logged.' }], false, error);
 }
