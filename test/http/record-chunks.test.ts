@@ -211,6 +211,7 @@ describe('a chunk with poisoned records', () => {
     // Another session holds a new account with line 7's identifier, not yet committed: the chunk's
     // reads do not see it, its write waits on it, and finds it taken once it commits.
     const session = await pgSession(t.config.databaseUrl);
+    const rivalPid: number = (await session.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     try {
       const rival = accountPayload(other.supplier);
       (rival.supply_addresses[0]!.supply_points[0] as { identifier: string }).identifier = contested;
@@ -226,9 +227,11 @@ describe('a chunk with poisoned records', () => {
       await session.query(`INSERT INTO supply_points (account_id, supply_address_id, position, supply_type, supply_start_date, identifier, details)
         VALUES ($1, $2, 0, 'ELECTRICITY', '2020-01-01', $3, '{}')`, [acc!.id, address!.id, contested]);
       const job = runJob(tenant, records);
-      // The chunk waits on the rival's row: let it, then commit the rival.
+      // The chunk waits on the rival's row: let it, then commit the rival. The look is taken outside
+      // the rival's transaction, which would see pg_stat_activity as it was at its first look.
       await waitUntil(async () => {
-        const { rows } = await session.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE ${rivalPid}::int = ANY(pg_blocking_pids(pid))`.execute(db);
         return rows[0]!.n > 0;
       }, 'a chunk waits on the rival account', 20_000);
       await session.query('COMMIT');

@@ -279,6 +279,7 @@ describe('webhook deliveries (D13)', () => {
 
   test('an endpoint whose deletion commits while its attempt is being logged: the log skips it instead of failing the batch', { skip: PG_ONLY }, async () => {
     const deleter = await pgSession(t.config.databaseUrl);
+    const deleterPid: number = (await deleter.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     try {
       const { receiver, kept, deleted, event, batch } = await batchToTwoHeldEndpoints();
       // The deletion is made but not committed when the log is written: the log waits for it.
@@ -286,10 +287,12 @@ describe('webhook deliveries (D13)', () => {
       await deleter.query('DELETE FROM webhook_endpoints WHERE id = $1', [deleted.webhook]);
       receiver.release();
       // Other test files share this database: only a session held up by this one's deletion counts.
+      // The look is taken outside the deleter's transaction: a transaction sees pg_stat_activity as
+      // it was at its first look, so polling from inside it would never see the log start to wait.
       await waitUntil(async () => {
-        const { rows } = await deleter.query(`SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid)) AND query LIKE '%INSERT INTO webhook_deliveries%'`);
-        return rows[0].n === 1;
+        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE ${deleterPid}::int = ANY(pg_blocking_pids(pid)) AND query LIKE '%INSERT INTO webhook_deliveries%'`.execute(db);
+        return rows[0]!.n === 1;
       }, 'the log waits for the deletion');
       await deleter.query('COMMIT');
       assert.deepEqual(await batch, ['delivered', 'delivered']);
