@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { skipAccount } from '../../src/modules/admin/index.ts';
-import { PG_ONLY, processAccount, stage, STAGE_URL, supplierIdOf } from '../support/imports.ts';
+import { PG_ONLY, pgSession, processAccount, stage, STAGE_URL, supplierIdOf, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 
@@ -136,6 +136,53 @@ describe('the stats counters agree with a full count (D14)', () => {
     await sql`SELECT rebuild_stats_counters()`.execute(db);
     assert.deepEqual(await countsOf(tenant), { staged: 1, imported: 1, failed: 0, skipped: 0 });
     assert.deepEqual(await groupsOf(tenant), []);
+  });
+
+  test('a job chunk and a create committing on the same shard take the counter rows in one order: neither is rolled back as a deadlock', { skip: PG_ONLY }, async () => {
+    // A chunk stages before it creates (the state counter's row, then the hourly one); a create on
+    // its own inserts the account before it marks the staging (the other way round). Both lock their
+    // counter rows at commit, and the rows are the transaction's shard's: here two transactions are
+    // given the same shard, and a third session holds the state counter's row until both wait.
+    const tenant = await createTenant(t);
+    const supplierId = await supplierIdOf(t, tenant.supplier);
+    const teamId = (await db.selectFrom('operations_teams').select('id').where('name', '=', tenant.team).executeTakeFirstOrThrow()).id;
+    await sql`INSERT INTO account_imports (supplier_id, external_account_number, data) VALUES (${supplierId}, 'ORDER-B', '{}')`.execute(db);
+    const [chunk, single, holder] = await Promise.all([pgSession(t.config.databaseUrl), pgSession(t.config.databaseUrl), pgSession(t.config.databaseUrl)]);
+    const [chunkPid, singlePid] = await Promise.all([chunk, single].map(async (session) => (await session.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number));
+    const waitsOnALock = (pid: number, who: string) => waitUntil(async () => (await sql<{ n: number }>`SELECT count(*)::int AS n
+      FROM pg_stat_activity WHERE pid = ${pid} AND wait_event_type = 'Lock'`.execute(db)).rows[0]!.n === 1, `${who} waits on a lock`);
+    const createAccount = (session: typeof chunk, ext: string) => session.query(`INSERT INTO accounts (number, account_import_id, supplier_id,
+        external_account_number, operations_team_id, billing_street_address, billing_country, billing_postal_code, created_at)
+      SELECT 'A-' || upper(substr(md5(random()::text), 1, 8)), id, supplier_id, external_account_number, $3, '1 Road', 'GB', 'BS1 5TY', '2026-01-01T10:00:00Z'
+      FROM account_imports WHERE supplier_id = $1 AND external_account_number = $2 RETURNING id`, [supplierId, ext, teamId]);
+    try {
+      await chunk.query('BEGIN');
+      const shard = Number((await chunk.query('SELECT txid_current() AS x')).rows[0].x) % 16;
+      for (;;) {
+        await single.query('BEGIN');
+        if (Number((await single.query('SELECT txid_current() AS x')).rows[0].x) % 16 === shard) break;
+        await single.query('ROLLBACK');
+      }
+      await sql`INSERT INTO account_import_counts (supplier_id, shard) VALUES (${supplierId}, ${shard}) ON CONFLICT DO NOTHING`.execute(db);
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM account_import_counts WHERE supplier_id = $1 AND shard = $2 FOR UPDATE', [supplierId, shard]);
+      // The chunk's order: a staging, then its account.
+      await chunk.query(`INSERT INTO account_imports (supplier_id, external_account_number, data) VALUES ($1, 'ORDER-A', '{}')`, [supplierId]);
+      await createAccount(chunk, 'ORDER-A');
+      // The single create's order: the account, then its staging marked.
+      const { rows: [account] } = await createAccount(single, 'ORDER-B');
+      await single.query('UPDATE account_imports SET account_id = $1 WHERE supplier_id = $2 AND external_account_number = $3', [account.id, supplierId, 'ORDER-B']);
+      const chunkCommit = chunk.query('COMMIT');
+      await waitsOnALock(chunkPid!, 'the chunk\'s commit');
+      const singleCommit = single.query('COMMIT');
+      await waitsOnALock(singlePid!, 'the create\'s commit');
+      await holder.query('COMMIT');
+      const outcomes = await Promise.allSettled([chunkCommit, singleCommit]);
+      assert.deepEqual(outcomes.map((o) => (o.status === 'rejected' ? String((o.reason as { code?: string }).code) : 'committed')), ['committed', 'committed']);
+      assert.deepEqual(await countsOf(tenant), { staged: 1, imported: 1, failed: 0, skipped: 0 });
+    } finally {
+      await Promise.all([chunk, single, holder].map(async (session) => { await session.query('ROLLBACK').catch(() => {}); await session.end(); }));
+    }
   });
 
   test('concurrent creates, failures and stages: every change counted once, over several shards', { skip: PG_ONLY }, async () => {
