@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import {
   blockedReason, createDeliveryAgents, createWebhook, deleteWebhook, deliverBatch, deliverOnce, enableWebhook, listWebhooks, MAX_ATTEMPTS,
-  retryDelayMs, runRetention, webhookDeliveries,
+  postWebhook, retryDelayMs, runRetention, webhookDeliveries,
 } from '../../src/modules/webhooks/index.ts';
 import { eventsOf } from '../support/events.ts';
 import { PG_ONLY, pgSession, processAccount, stage, STAGE_URL, supplierIdOf, waitUntil } from '../support/imports.ts';
@@ -110,6 +110,18 @@ describe('webhook deliveries (D13)', () => {
     ]);
     // The second attempt waited at least the base delay after the first.
     assert.ok(Date.parse(log[1]!.at) - Date.parse(log[0]!.at) >= 200, JSON.stringify(log));
+  });
+
+  test('a receiver that takes the delivery and never answers: a failed attempt once the time-out has passed', async () => {
+    const receiver = await startReceiver(['hang']);
+    const agents = createDeliveryAgents();
+    after(() => agents.destroy());
+    const started = Date.now();
+    const result = await postWebhook(receiver.url, '{}', { 'content-type': 'application/json' }, { allowPrivateNetworks: true, agents, timeoutMs: 300 });
+    assert.deepEqual({ ...result, latencyMs: undefined }, { status: null, latencyMs: undefined, error: 'no answer within 300 ms', refused: false });
+    assert.ok(Date.now() - started >= 290 && result.latencyMs >= 290, `gave up after ${result.latencyMs} ms`);
+    assert.equal(receiver.received.length, 1, 'the delivery was sent');
+    receiver.release();
   });
 
   test('no answer (connection refused) and a redirect are failed attempts; the redirect is not followed', async () => {

@@ -1,6 +1,6 @@
 // The webhooks module's surface: the endpoint services import-admin shares with the API, the
 // fan-out (built once at start-up: its trigger goes to createEvents), the queues and workers, the routes;
-// for the tests, one delivery attempt or a batch of them as a worker makes it (with its connection pools), the retry
+// for the tests, one HTTP attempt, one delivery attempt or a batch of them as a worker makes it (with its connection pools), the retry
 // schedule, the address rule, the retention run and the OpenAPI examples.
 export { blockedReason } from './ssrf-guard.ts';
 export { runRetention } from './retention.job.ts';
@@ -9,5 +9,5 @@ export { ENDPOINT, UPDATED_ENDPOINT } from './webhook-endpoints.examples.ts';
 export { webhookEndpointsRoutes } from './webhook-endpoints.routes.ts';
 export { createWebhookFanout, type WebhookFanout } from './webhook-fanout.ts';
 export * from './webhooks.service.ts';
-export { createDeliveryAgents } from './webhook-http.ts';
+export { createDeliveryAgents, postWebhook } from './webhook-http.ts';
 export { defineWebhookQueues, startWebhookWorkers } from './webhooks.worker.ts';
