@@ -65,8 +65,8 @@ export async function startWebhookWorkers({ db, queue, config, logger, clock, fa
   return {
     async stop() {
       await Promise.all([FANOUT_QUEUE, RETENTION_QUEUE].map((name) => queue.offWork(name)));
-      // A delivery in hand waits for its remote server up to its own time-outs (to connect, then to answer).
-      await queue.offWork(DELIVERY_QUEUE, 2 * DELIVERY_TIMEOUT_MS + 1000);
+      // A delivery in hand waits for its remote server up to its own timeout.
+      await queue.offWork(DELIVERY_QUEUE, DELIVERY_TIMEOUT_MS + 1000);
       agents.destroy();
     },
   };
