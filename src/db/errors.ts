@@ -43,9 +43,8 @@ export function isUnstorableInput(error: unknown): boolean {
  * store was away (isStoreUnavailable); `conflict`, the server rolled the transaction back because it
  * met another one, a deadlock (each waiting for a row the other holds; PostgreSQL aborts one) or a
  * serialization failure. Either way nothing of the transaction was kept, and the same work tried
- * again normally succeeds. Two transactions can deadlock on the stats counters, whose rows are taken
- * at commit in the order each transaction wrote its tables (a migration chunk stages before it
- * creates; a single create only creates).
+ * again normally succeeds. The one deadlock seen (the stats counters' rows taken in opposite orders
+ * at commit) cannot happen since migration 023; any other is still answered this way.
  */
 export function retryableStoreFailure(error: unknown): 'unavailable' | 'conflict' | undefined {
   if (isStoreUnavailable(error)) return 'unavailable';

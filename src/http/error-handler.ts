@@ -90,12 +90,12 @@ export function toAppError(error: unknown): AppError {
     return new AppError('invalid', 'The request holds text or nesting the store cannot keep.');
   }
   if (framework.statusCode === 503) return new AppError('service_unavailable', 'The service is unavailable; retry shortly.');
-  // The store was away, or rolled the request back whole to settle a deadlock: nothing was written,
-  // and the same request may be sent again.
+  // The store was away, or rolled the request back whole because it conflicted with other work (a
+  // deadlock, a serialization failure): nothing was written, and the same request may be sent again.
   const retryable = retryableStoreFailure(error);
   if (retryable) {
     return new AppError('service_unavailable', retryable === 'conflict'
-      ? 'The database rolled this request back to settle a deadlock with other work; nothing was written. Retry it.'
+      ? 'The database rolled this request back because it conflicted with other work (a deadlock); nothing was written. Retry it.'
       : messageFor('service_unavailable'), { headers: { 'Retry-After': '1' } });
   }
   return new AppError('internal_error');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as admin from '../../src/modules/admin/index.ts';
-import { insertImportedAccount, plantDeadlockOnce } from '../support/accounts.ts';
+import { insertImportedAccount, plantConflictOnce } from '../support/accounts.ts';
 import { PROCESS_URL, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique } from '../support/test-app.ts';
@@ -252,24 +252,26 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
   });
 });
 
-describe('POST account-import-process/process/: rolled back to settle a deadlock', () => {
-  test('503 service_unavailable with Retry-After, nothing written; the same request then creates the account', async () => {
-    const tenant = await createTenant(t);
-    const payload = await stage(t, tenant, accountPayload(tenant.supplier, { external_account_number: unique('DEADLOCK') }));
-    const ext = payload.external_account_number;
-    const removePlant = await plantDeadlockOnce(db, ext);
-    try {
-      const refused = await processAccount(t, tenant, ext);
-      assert.equal(refused.status, 503, refused.body);
-      assert.equal(refused.json.code, 'service_unavailable');
-      assert.match(refused.json.detail, /deadlock/);
-      assert.equal(refused.headers['retry-after'], '1');
-      assert.equal(await accountOf(tenant.supplier, ext), undefined, 'nothing written');
-      const again = await processAccount(t, tenant, ext);
-      assert.equal(again.status, 201, again.body);
-      assert.equal((await accountOf(tenant.supplier, ext))?.number, again.json.service_account_number);
-    } finally {
-      await removePlant();
-    }
-  });
+describe('POST account-import-process/process/: rolled back by the database to settle a conflict', () => {
+  for (const [code, what] of [['40P01', 'a deadlock'], ['40001', 'a serialization failure']] as const) {
+    test(`${what} (${code}): 503 service_unavailable with Retry-After, nothing written; the same request then creates the account`, async () => {
+      const tenant = await createTenant(t);
+      const payload = await stage(t, tenant, accountPayload(tenant.supplier, { external_account_number: unique('CONFLICT') }));
+      const ext = payload.external_account_number;
+      const removePlant = await plantConflictOnce(db, ext, code);
+      try {
+        const refused = await processAccount(t, tenant, ext);
+        assert.equal(refused.status, 503, refused.body);
+        assert.equal(refused.json.code, 'service_unavailable');
+        assert.match(refused.json.detail, /conflicted with other work/);
+        assert.equal(refused.headers['retry-after'], '1');
+        assert.equal(await accountOf(tenant.supplier, ext), undefined, 'nothing written');
+        const again = await processAccount(t, tenant, ext);
+        assert.equal(again.status, 201, again.body);
+        assert.equal((await accountOf(tenant.supplier, ext))?.number, again.json.service_account_number);
+      } finally {
+        await removePlant();
+      }
+    });
+  }
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { plantDeadlockOnce } from '../support/accounts.ts';
+import { plantConflictOnce } from '../support/accounts.ts';
 import { waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
@@ -101,8 +101,8 @@ describe('a record rolled back to settle a deadlock', () => {
   test('is retried as a transient failure, and succeeds; it is not an internal_error', async () => {
     const tenant = await createTenant(t);
     const ext = unique('DEADLOCK');
-    // What a create meets when it and another transaction take the stats counters' rows in opposite orders.
-    const removePlant = await plantDeadlockOnce(db, ext);
+    // What a create met when it and another transaction took the stats counters' rows in opposite orders.
+    const removePlant = await plantConflictOnce(db, ext);
     try {
       const before = logged.length;
       const id = await runJob(tenant, [{ account: accountPayload(tenant.supplier, { external_account_number: ext }) }]);

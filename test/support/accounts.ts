@@ -47,16 +47,18 @@ export async function insertStagedOnly(t: TestApp, tenant: Tenant): Promise<stri
 }
 
 /**
- * Plants PostgreSQL's own deadlock error (40P01) on the insert of account `ext`, raised once: what a
- * create meets when PostgreSQL rolls it back to settle a deadlock. Returns the function that removes it.
+ * Plants one of PostgreSQL's own errors for a transaction it rolled back because of other work,
+ * deadlock_detected (40P01) by default or serialization_failure (40001), on the insert of account
+ * `ext`, raised once: what a create meets when PostgreSQL settles a conflict by rolling it back.
+ * Returns the function that removes it.
  */
-export async function plantDeadlockOnce(db: Kysely<Database>, ext: string): Promise<() => Promise<void>> {
-  const name = `deadlock_${ext.replace(/\W/g, '_').toLowerCase()}`;
+export async function plantConflictOnce(db: Kysely<Database>, ext: string, code: '40P01' | '40001' = '40P01'): Promise<() => Promise<void>> {
+  const name = `conflict_${code}_${ext.replace(/\W/g, '_').toLowerCase()}`;
   await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
   await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF NEW.external_account_number = '${ext}' AND nextval('${name}') = 1 THEN
-        RAISE EXCEPTION 'deadlock detected (planted)' USING ERRCODE = '40P01';
+        RAISE EXCEPTION 'conflict with another transaction (planted)' USING ERRCODE = '${code}';
       END IF;
       RETURN NEW;
     END $$`).execute(db);
