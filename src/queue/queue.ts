@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import PgBoss from 'pg-boss';
-import { isStoreUnavailable } from '../db/errors.ts';
+import { retryableStoreFailure } from '../db/errors.ts';
 import type { Database } from '../db/schema.ts';
 import type { Store } from '../db/store.ts';
 import { startSharedWorker, type SharedWorker } from './shared-work.ts';
@@ -115,15 +115,16 @@ function adapterFor(db: Kysely<Database> | Transaction<Database>, runScript?: St
         return { rows };
       }
       const run = async () => (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, values ?? []))).rows;
-      // Outside a transaction, a statement that finds the store away is tried again for a while:
-      // pg-boss does not await some of its calls (a worker's complete/fail), and a rejection there
-      // would be unhandled. Inside a transaction there is nothing to retry: the transaction is lost.
+      // Outside a transaction, a statement that finds the store away, or that the store rolled back to
+      // settle a conflict with other work (a deadlock), is tried again for a while: pg-boss does not
+      // await some of its calls (a worker's complete/fail), and a rejection there would be unhandled
+      // and end the process. Inside a transaction there is nothing to retry: the transaction is lost.
       if (runScript === undefined) return { rows: await run() };
       for (let attempt = 1; ; attempt += 1) {
         try {
           return { rows: await run() };
         } catch (error) {
-          if (!isStoreUnavailable(error) || attempt >= STORE_RETRY_ATTEMPTS) throw error;
+          if (!retryableStoreFailure(error) || attempt >= STORE_RETRY_ATTEMPTS) throw error;
           await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** attempt)));
         }
       }
