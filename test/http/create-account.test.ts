@@ -258,7 +258,7 @@ describe('POST account-import-process/process/: rolled back by the database to s
       const tenant = await createTenant(t);
       const payload = await stage(t, tenant, accountPayload(tenant.supplier, { external_account_number: unique('CONFLICT') }));
       const ext = payload.external_account_number;
-      const removePlant = await plantConflictOnce(db, ext, code);
+      const planted = await plantConflictOnce(db, ext, code);
       try {
         const refused = await processAccount(t, tenant, ext);
         assert.equal(refused.status, 503, refused.body);
@@ -270,7 +270,7 @@ describe('POST account-import-process/process/: rolled back by the database to s
         assert.equal(again.status, 201, again.body);
         assert.equal((await accountOf(tenant.supplier, ext))?.number, again.json.service_account_number);
       } finally {
-        await removePlant();
+        await planted.remove();
       }
     });
   }

@@ -102,7 +102,7 @@ describe('a record rolled back to settle a deadlock', () => {
     const tenant = await createTenant(t);
     const ext = unique('DEADLOCK');
     // What a create met when it and another transaction took the stats counters' rows in opposite orders.
-    const removePlant = await plantConflictOnce(db, ext);
+    const planted = await plantConflictOnce(db, ext);
     try {
       const before = logged.length;
       const id = await runJob(tenant, [{ account: accountPayload(tenant.supplier, { external_account_number: ext }) }]);
@@ -114,7 +114,7 @@ describe('a record rolled back to settle a deadlock', () => {
       assert.equal(tries!.attempts, 2, 'the deadlocked try, then the one that succeeded');
       assert.equal(logged.slice(before).filter((l) => l.obj.job_id === id).length, 0, 'nothing logged as unexpected');
     } finally {
-      await removePlant();
+      await planted.remove();
     }
   });
 });

@@ -117,9 +117,9 @@ describe('webhook deliveries (D13)', () => {
     const agents = createDeliveryAgents();
     after(() => agents.destroy());
     const started = Date.now();
-    const result = await postWebhook(receiver.url, '{}', { 'content-type': 'application/json' }, { allowPrivateNetworks: true, agents, timeoutMs: 300 });
-    assert.deepEqual({ ...result, latencyMs: undefined }, { status: null, latencyMs: undefined, error: 'no answer within 300 ms', refused: false });
-    assert.ok(Date.now() - started >= 290 && result.latencyMs >= 290, `gave up after ${result.latencyMs} ms`);
+    const { latencyMs, ...result } = await postWebhook(receiver.url, '{}', { 'content-type': 'application/json' }, { allowPrivateNetworks: true, agents, timeoutMs: 300 });
+    assert.deepEqual(result, { status: null, error: 'no answer within 300 ms', refused: false });
+    assert.ok(Date.now() - started >= 290 && latencyMs >= 290, `gave up after ${latencyMs} ms`);
     assert.equal(receiver.received.length, 1, 'the delivery was sent');
     receiver.release();
   });

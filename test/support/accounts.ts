@@ -46,24 +46,36 @@ export async function insertStagedOnly(t: TestApp, tenant: Tenant): Promise<stri
   return externalAccountNumber;
 }
 
+export interface PlantedConflict { fired(): Promise<boolean>; remove(): Promise<void> }
+
+/** Where a planted conflict strikes: the rows of `table` that `when` (SQL over NEW) picks, on `event`. */
+export interface ConflictSite { table: string; event: 'INSERT' | 'UPDATE'; when: string }
+
 /**
  * Plants one of PostgreSQL's own errors for a transaction it rolled back because of other work,
- * deadlock_detected (40P01) by default or serialization_failure (40001), on the insert of account
- * `ext`, raised once: what a create meets when PostgreSQL settles a conflict by rolling it back.
- * Returns the function that removes it.
+ * deadlock_detected (40P01) by default or serialization_failure (40001), raised once by a trigger
+ * at `site`: what a statement meets when PostgreSQL settles a conflict by rolling it back. `fired`
+ * tells whether it was raised; `remove` takes it away.
  */
-export async function plantConflictOnce(db: Kysely<Database>, ext: string, code: '40P01' | '40001' = '40P01'): Promise<() => Promise<void>> {
-  const name = `conflict_${code}_${ext.replace(/\W/g, '_').toLowerCase()}`;
+export async function plantConflictAt(db: Kysely<Database>, site: ConflictSite, code: '40P01' | '40001' = '40P01'): Promise<PlantedConflict> {
+  const name = unique('planted_conflict').replace(/\W/g, '_');
   await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
   await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      IF NEW.external_account_number = '${ext}' AND nextval('${name}') = 1 THEN
+      IF (${site.when}) AND nextval('${name}') = 1 THEN
         RAISE EXCEPTION 'conflict with another transaction (planted)' USING ERRCODE = '${code}';
       END IF;
       RETURN NEW;
     END $$`).execute(db);
-  await sql.raw(`CREATE TRIGGER ${name} BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION ${name}()`).execute(db);
-  return async () => {
-    for (const drop of [`DROP TRIGGER ${name} ON accounts`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}`]) await sql.raw(drop).execute(db);
+  await sql.raw(`CREATE TRIGGER ${name} BEFORE ${site.event} ON ${site.table} FOR EACH ROW EXECUTE FUNCTION ${name}()`).execute(db);
+  return {
+    fired: async () => (await sql<{ fired: boolean }>`SELECT is_called AS fired FROM ${sql.table(name)}`.execute(db)).rows[0]!.fired,
+    async remove() {
+      for (const drop of [`DROP TRIGGER ${name} ON ${site.table}`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}`]) await sql.raw(drop).execute(db);
+    },
   };
 }
+
+/** A conflict planted on the insert of account `ext` (plantConflictAt). */
+export const plantConflictOnce = (db: Kysely<Database>, ext: string, code: '40P01' | '40001' = '40P01') =>
+  plantConflictAt(db, { table: 'accounts', event: 'INSERT', when: `NEW.external_account_number = '${ext}'` }, code);
