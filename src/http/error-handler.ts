@@ -95,7 +95,7 @@ export function toAppError(error: unknown): AppError {
   const retryable = retryableStoreFailure(error);
   if (retryable) {
     return new AppError('service_unavailable', retryable === 'conflict'
-      ? 'The database rolled this request back because it conflicted with other work (a deadlock); nothing was written. Retry it.'
+      ? 'The database rolled this request back because it conflicted with other work; nothing was written. Retry it.'
       : messageFor('service_unavailable'), { headers: { 'Retry-After': '1' } });
   }
   return new AppError('internal_error');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
@@ -25,4 +26,26 @@ test('LOG_FORMAT is json or pretty, SHUTDOWN_DRAIN_MS a whole number: anything e
     && error.message === 'invalid configuration:\n  - LOG_FORMAT must be json or pretty, got "text"\n  - SHUTDOWN_DRAIN_MS must be a whole number from 0 to 600000, got "1.5"');
   assert.deepEqual([loadConfig({}).logFormat, loadConfig({}).shutdownDrainMs], ['json', 5000]);
   assert.deepEqual([loadConfig({ LOG_FORMAT: 'pretty', SHUTDOWN_DRAIN_MS: '0' }).logFormat, loadConfig({ SHUTDOWN_DRAIN_MS: '0' }).shutdownDrainMs], ['pretty', 0]);
+});
+
+test('every default the README\'s configuration table gives is the one the service uses', () => {
+  const readme = readFileSync(`${ROOT}/README.md`, 'utf8');
+  // Rows of the form | `NAME`, `NAME2` | `default`, `default2` | …: each variable set to its documented
+  // default must change nothing. Rows whose default is not a literal (unset, derived) are skipped.
+  const rows = [...readme.matchAll(/^\| ((?:`[A-Z0-9_]+`(?:, )?)+) \| ((?:`[^`|]*`(?:, )?)+) \|/gm)];
+  const pairs = rows.flatMap(([, names, values]) => {
+    const n = [...names!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const v = [...values!.matchAll(/`([^`]*)`/g)].map((m) => m[1]!);
+    return n.length === v.length ? n.map((name, i) => [name, v[i]!] as const) : [];
+  });
+  assert.ok(pairs.some(([name]) => name === 'JOB_DISPATCH_WINDOW') && pairs.length >= 30, `${pairs.length} documented defaults read`);
+  const defaults = loadConfig({});
+  const differing = pairs.filter(([name, value]) => {
+    try {
+      return JSON.stringify(loadConfig({ [name]: value })) !== JSON.stringify(defaults);
+    } catch {
+      return true;
+    }
+  });
+  assert.deepEqual(differing, []);
 });
