@@ -15,6 +15,7 @@ import type { JobQueue } from '../../src/queue/queue.ts';
 import { composeModules, type Modules, type WorkerLogger } from '../../src/composition.ts';
 import { startWorkers } from '../../src/workers.ts';
 import { isolatedDatabase } from './imports.ts';
+import { pgliteTemplate } from './pglite-template.ts';
 
 // One store and one app per test file (PGlite takes seconds to start). The store is an in-memory
 // PGlite, or, when DATABASE_URL is set, a database of its own on that server: files run two at a
@@ -55,7 +56,8 @@ export async function buildTestApp(env: Record<string, string> = {}, options: { 
   const isolated = env.DATABASE_URL === undefined && process.env.DATABASE_URL ? await isolatedDatabase() : null;
   const databaseUrl = env.DATABASE_URL ?? isolated?.url ?? '';
   const config = loadConfig({ DEMO_SEED: 'false', ...env, DATABASE_URL: databaseUrl });
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', poolSize: 50 });
+  const initialData = config.databaseUrl ? undefined : await pgliteTemplate();
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: 'memory://', initialData, poolSize: 50 });
   await migrate(store);
   // Built by the composition root, as main.ts builds them, with a clock the tests can move.
   const clock = createTestClock();
