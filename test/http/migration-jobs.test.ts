@@ -165,6 +165,34 @@ describe('POST migration-jobs/<id>/records/', () => {
     assert.deepEqual(res.json(), { detail: 'A job holds at most 3 records; the first 3 are kept.', code: 'migration_job_too_large', received: 3, total_records: 3 });
   });
 
+  test('JOB_MAX_RECORDS reached in a later batch, while the batch after it is read: the lines up to the limit are kept, in order', async () => {
+    // Batches of 500 are written one after another while the next is read: the second batch's write
+    // finds the limit while the third is being read; nothing of the third is written.
+    const small = await buildTestApp({ JOB_MAX_RECORDS: '600' });
+    const tenant = await createTenant(small);
+    const created = await call(small.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const body = Array.from({ length: 1400 }, (_, n) => JSON.stringify({ account: { external_account_number: `CAP-${n + 1}` } })).join('\n');
+    const res = await small.app.inject({ method: 'POST', url: `${BASE}${created.json.id}/records/`, payload: body,
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+    assert.equal(res.statusCode, 400);
+    assert.deepEqual(res.json(), { detail: 'A job holds at most 600 records; the first 600 are kept.', code: 'migration_job_too_large', received: 600, total_records: 600 });
+    const { rows } = await sql<{ line: number; n: string }>`SELECT line, external_account_number AS n FROM migration_job_records
+      WHERE job_id = ${created.json.id}::uuid ORDER BY line`.execute(small.store.db);
+    assert.equal(rows.length, 600);
+    assert.ok(rows.every((row, i) => row.line === i + 1 && row.n === `CAP-${i + 1}`), 'line n holds the nth line sent');
+  });
+
+  test('records and staged data are compressed with lz4 where the server has it (the embedded store keeps pglz)', async () => {
+    const { rows } = await sql<{ column: string; method: string }>`SELECT attrelid::regclass || '.' || attname AS column, attcompression AS method
+      FROM pg_attribute WHERE (attrelid, attname) IN (('migration_job_records'::regclass, 'record'), ('account_imports'::regclass, 'data'))
+      ORDER BY 1`.execute(t.store.db);
+    const lz4 = t.store.kind === 'postgres';
+    assert.deepEqual(rows, [
+      { column: 'account_imports.data', method: lz4 ? 'l' : '' },
+      { column: 'migration_job_records.record', method: lz4 ? 'l' : '' },
+    ]);
+  });
+
   test('415 for another content type, 404 for an unknown or foreign job, 400 once the job is not open', async () => {
     const tenant = await createTenant(t);
     const other = await createTenant(t);

@@ -17,12 +17,12 @@ import {
   CSV_COLUMNS, type CreateJobBody, type Job, type JobState, type ListJobsQuery, type RecordError, type RecordOutcome,
   type RecordResult, type RecordStep, type UpdateJobBody, type UploadReply,
 } from './migration-jobs.schemas.ts';
-import { ndjsonLines, UploadLimitExceeded, type Line } from './ndjson-lines.ts';
+import { ndjsonLines, UploadLimitExceeded } from './ndjson-lines.ts';
 import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
 import { recordJobEnded } from './job-events.ts';
 import { requestDispatch } from './job-queues.ts';
-import { parseLine } from './record-line.ts';
+import { parseLine, type ParsedLine } from './record-line.ts';
 import { isActive, isFinished } from './job-states.ts';
 import { recordFailedEvent } from './record-failed-event.ts';
 import type { Events } from '../events/index.ts';
@@ -171,30 +171,44 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
   // The hash goes on from where the job's last batch left it; each line notes the state after it.
   const hash = started.state === null ? await ResumableSha256.create() : await ResumableSha256.restore(started.state);
   const upload: UploadProgress = { apiKeyId: caller.apiKeyId, linesBefore: started.total_lines };
-  let batch: HashedLine[] = [];
-  const flush = async () => {
-    if (batch.length === 0) return;
-    const lines = batch;
-    batch = [];
-    const written = await writeBatch(deps, job.id, lines, upload);
-    received += written.count;
-    total = written.total;
-    if (written.count < lines.length) {
+  // One batch is written while the next is read, hashed and parsed (the database's work and this
+  // process's overlap); batches are still written one after another, in the order of the lines.
+  let batch: ParsedUploadLine[] = [];
+  let writing: Promise<void> | undefined;
+  const written = async () => {
+    const inFlight = writing;
+    writing = undefined;
+    await inFlight;
+  };
+  const write = async (lines: ParsedUploadLine[]) => {
+    const result = await writeBatch(deps, job.id, lines, upload);
+    received += result.count;
+    total = result.total;
+    if (result.count < lines.length) {
       throw new AppError('migration_job_too_large',
-        `A job holds at most ${deps.config.jobMaxRecords} records; the first ${written.total} are kept.`,
-        { extra: { received, total_records: written.total } });
+        `A job holds at most ${deps.config.jobMaxRecords} records; the first ${result.total} are kept.`,
+        { extra: { received, total_records: result.total } });
     }
+  };
+  const flush = async () => {
+    await written();
+    if (batch.length === 0) return;
+    writing = write(batch);
+    // Awaited by the next flush; until then its failure must not count as unhandled.
+    writing.catch(() => undefined);
+    batch = [];
   };
   // Blank lines are bounded too (ndjson-lines.ts): no more than the records a job may hold.
   const limits = { maxLineBytes: deps.config.bodyLimitBytes, maxTotalBytes: deps.config.jobUploadLimitBytes, maxBlankLines: deps.config.jobMaxRecords };
   try {
     for await (const line of ndjsonLines(body, limits, (bytes) => hash.update(bytes))) {
-      batch.push({ line, hashAfter: hash.save() });
+      batch.push({ parsed: parseLine(line), hashAfter: hash.save() });
       if (batch.length >= UPLOAD_BATCH) await flush();
     }
   } catch (error) {
     // The lines read before the failure are complete: keep them, then report the failure.
-    if (!(error instanceof AppError)) await flush().catch(() => undefined);
+    if (!(error instanceof AppError)) await flush().then(written).catch(() => undefined);
+    else await written().catch(() => undefined);
     const kept = { extra: { received, total_records: total } };
     if (error instanceof UploadLimitExceeded) {
       throw new AppError('payload_too_large', error.bound === 'bytes'
@@ -213,6 +227,7 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
     throw error;
   }
   await flush();
+  await written();
   return { received, total_records: total };
 }
 
@@ -220,20 +235,20 @@ function notOpen(job: repo.JobRow): AppError {
   return new AppError('migration_job_not_open', `Migration job "${job.id}" is ${job.state}: records can only be added while it is open.`);
 }
 
-/** A line read from the upload, with the upload hash's state once it is hashed (newline included). */
-interface HashedLine { line: Line; hashAfter: string }
+/** A line read from the upload and parsed, with the upload hash's state once it is hashed (newline included). */
+interface ParsedUploadLine { parsed: ParsedLine; hashAfter: string }
 
 /** What an upload's batches carry from one to the next: who uploads, and the job's lines after the last one. */
 interface UploadProgress { apiKeyId: number; linesBefore: number }
 
-async function writeBatch(deps: JobsDeps, jobId: string, lines: HashedLine[], upload: UploadProgress): Promise<{ count: number; total: number }> {
+async function writeBatch(deps: JobsDeps, jobId: string, lines: ParsedUploadLine[], upload: UploadProgress): Promise<{ count: number; total: number }> {
   return deps.db.transaction().execute(async (trx) => {
     const job = await repo.lockJob(trx, jobId);
     if (!job) throw jobNotFound(jobId);
     if (job.state !== 'open') throw notOpen(job);
     const room = Math.max(0, deps.config.jobMaxRecords - job.total_lines);
     const kept = lines.slice(0, room);
-    const parsed = kept.map((hashed) => parseLine(hashed.line));
+    const parsed = kept.map((line) => line.parsed);
     // Within the file, the earlier line wins: a later line naming the same account, or an electricity
     // supply point of an earlier line's account, fails here, before any worker runs either of them.
     const numbers = parsed.flatMap((p) => (p.ext !== null && p.errors.length === 0 ? [p.ext] : []));

@@ -23,7 +23,7 @@ export const RECORD_KEYS = ['account', 'statements', 'transactions', 'notes', 'p
 export interface NamedPoint { identifier: string; attr: string }
 
 /** `points`: the account's electricity identifiers, each once (the first place it appears), for the within-file check. */
-interface ParsedLine { ext: string | null; record: unknown; errors: RecordError[]; points: NamedPoint[] }
+export interface ParsedLine { ext: string | null; record: unknown; errors: RecordError[]; points: NamedPoint[] }
 
 const parseFailure = (detail: string): ParsedLine => ({ ext: null, record: null, errors: [{ code: 'parse_error', attr: 'non_field_errors', detail }], points: [] });
 
