@@ -4,6 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/index.ts';
 import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/index.ts';
+import { plantConflictAt } from '../support/accounts.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { twoLooks, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
@@ -180,6 +181,27 @@ describe('POST migration-jobs/<id>/records/', () => {
       WHERE job_id = ${created.json.id}::uuid ORDER BY line`.execute(small.store.db);
     assert.equal(rows.length, 600);
     assert.ok(rows.every((row, i) => row.line === i + 1 && row.n === `CAP-${i + 1}`), 'line n holds the nth line sent');
+  });
+
+  test('a batch the database rolls back ends the upload: no line read after it is written, so no line is lost in the middle', async () => {
+    // The second batch's write is rolled back (a planted deadlock) while the third batch is read.
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    const prefix = unique('ROLLED');
+    const planted = await plantConflictAt(t.store.db, { table: 'migration_job_records', event: 'INSERT', when: `NEW.external_account_number = '${prefix}-501'` });
+    try {
+      const body = Array.from({ length: 2000 }, (_, n) => JSON.stringify({ account: { external_account_number: `${prefix}-${n + 1}` } })).join('\n');
+      const res = await t.app.inject({ method: 'POST', url: `${BASE}${job.id}/records/`, payload: body,
+        headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+      assert.equal(res.statusCode, 503, res.body);
+      assert.equal(await planted.fired(), true);
+    } finally {
+      await planted.remove();
+    }
+    const { rows } = await sql<{ line: number; n: string }>`SELECT line, external_account_number AS n FROM migration_job_records
+      WHERE job_id = ${job.id}::uuid ORDER BY line`.execute(t.store.db);
+    assert.equal(rows.length, 500, 'the first batch only');
+    assert.ok(rows.every((row, i) => row.line === i + 1 && row.n === `${prefix}-${i + 1}`), 'line n holds the nth line sent');
   });
 
   test('records and staged data are compressed with lz4 where the server has it (the embedded store keeps pglz)', async () => {

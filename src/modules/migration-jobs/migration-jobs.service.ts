@@ -191,7 +191,14 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
     }
   };
   const flush = async () => {
-    await written();
+    try {
+      await written();
+    } catch (error) {
+      // A batch that failed ends the upload: the lines read after it are never written, or they
+      // would take its line numbers and the lines of the failed batch would be lost in the middle.
+      batch = [];
+      throw error;
+    }
     if (batch.length === 0) return;
     writing = write(batch);
     // Awaited by the next flush; until then its failure must not count as unhandled.
@@ -206,9 +213,10 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
       if (batch.length >= UPLOAD_BATCH) await flush();
     }
   } catch (error) {
-    // The lines read before the failure are complete: keep them, then report the failure.
-    if (!(error instanceof AppError)) await flush().then(written).catch(() => undefined);
-    else await written().catch(() => undefined);
+    // The lines read before the failure are complete: keep them (unless a write failed, which ends
+    // the upload), then report the failure with what the job holds.
+    if (!(error instanceof AppError)) await flush().catch(() => undefined);
+    await written().catch(() => undefined);
     const kept = { extra: { received, total_records: total } };
     if (error instanceof UploadLimitExceeded) {
       throw new AppError('payload_too_large', error.bound === 'bytes'
