@@ -11,7 +11,7 @@ const MIGRATION_LOCK_KEY = 727_100_001;
  * session advisory lock so that instances starting together apply them exactly once (the second
  * waits, then finds them recorded). Returns the names it applied.
  */
-export async function migrate(store: Store): Promise<string[]> {
+export async function migrate(store: Pick<Store, 'withSession'>): Promise<string[]> {
   const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
   return store.withSession(async (run) => {
     await run(`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`);

@@ -15,6 +15,7 @@ import { openStore } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/index.ts';
 import * as webhooks from '../../src/modules/webhooks/index.ts';
 import { startMain, type MainProcess } from '../support/main-process.ts';
+import { pgliteTemplate } from '../support/pglite-template.ts';
 
 // import-admin beside a running embedded server: the server listens on DATA_DIR/admin.sock and runs
 // the CLI's commands on the store it holds. Every command of the CLI's own table is run both ways on
@@ -62,7 +63,7 @@ const SUPPLIER = 'ACME';
 let revokable = '';
 let hook = '';
 if (!onPostgres) {
-  const store = await openStore({ dataDir: served });
+  const store = await openStore({ dataDir: served, initialData: await pgliteTemplate() });
   await migrate(store);
   const db = store.db;
   await admin.createOrganisation(db, ORG);

@@ -17,6 +17,7 @@ import { storeDirectory } from '../../src/core/directory.ts';
 import { systemClock } from '../../src/core/clock.ts';
 import { loadConfig } from '../../src/config.ts';
 import { unique } from '../support/test-app.ts';
+import { seededDataDir } from '../support/pglite-template.ts';
 
 // The operator CLI (D2), spawned as operators run it (node bin/import-admin.js …), on the store of
 // this pass: a temporary embedded DATA_DIR, or the PostgreSQL of DATABASE_URL. With --json every
@@ -24,7 +25,7 @@ import { unique } from '../support/test-app.ts';
 // and nothing on stderr; without --json a failure is one line on stderr and nothing on stdout.
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const onPostgres = Boolean(process.env.DATABASE_URL);
-const dataDir = mkdtempSync(join(tmpdir(), 'import-admin-'));
+const dataDir = await seededDataDir('import-admin-');
 after(() => rmSync(dataDir, { recursive: true, force: true }));
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? '', DATA_DIR: dataDir, DEMO_SEED: 'false' };
 

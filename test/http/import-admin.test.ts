@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -9,13 +7,14 @@ import { openStore } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/index.ts';
 import { isolatedDatabaseUrl } from '../support/imports.ts';
 import { unique } from '../support/test-app.ts';
+import { seededDataDir } from '../support/pglite-template.ts';
 
 // import-admin's list and show commands, vendor set and delete, and how every failure is reported:
 // with --json `{"error": {"code", "message"}}` alone on stdout, else one line on stderr; status 1 for a
 // refused operation, 2 for a bad command line. In-process through runImportAdmin (what the bin calls),
 // on a store of this file's own (a temporary DATA_DIR, or a database of its own on DATABASE_URL), so
 // the global lists (teams, vendors) hold exactly what this file wrote and are pinned whole.
-const dataDir = mkdtempSync(join(tmpdir(), 'import-admin-lists-'));
+const dataDir = await seededDataDir('import-admin-lists-');
 after(() => rmSync(dataDir, { recursive: true, force: true }));
 const databaseUrl = process.env.DATABASE_URL ? await isolatedDatabaseUrl() : '';
 const env = { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, DEMO_SEED: 'false' };

@@ -18,6 +18,7 @@ import { migrationRecord, writeMigrationFile } from '../support/migration-file.t
 import { request, startServer } from '../support/server-process.ts';
 import { isolatedDatabaseUrl } from '../support/imports.ts';
 import { unique } from '../support/test-app.ts';
+import { pgliteTemplate } from '../support/pglite-template.ts';
 
 // import-migrate (D12) end to end: the real service as a child process on this run's store (a
 // temporary embedded DATA_DIR, or DATABASE_URL), and the client spawned as users run it (the bin).
@@ -30,7 +31,7 @@ const dataDir = join(dir, 'data');
 const databaseUrl = process.env.DATABASE_URL ? await isolatedDatabaseUrl() : undefined;
 const tenant = { org: unique('org'), supplier: unique('SUP'), team: unique('team'), apiKey: '' };
 {
-  const store = await openStore({ databaseUrl, dataDir, poolSize: 1 });
+  const store = await openStore({ databaseUrl, dataDir, initialData: databaseUrl ? undefined : await pgliteTemplate(), poolSize: 1 });
   await migrate(store);
   tenant.apiKey = (await admin.createOrganisation(store.db, tenant.org)).api_key;
   await admin.createSupplier(store.db, tenant.supplier, tenant.org);

@@ -1,20 +1,19 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/index.ts';
 import { unique } from '../support/test-app.ts';
+import { seededDataDir } from '../support/pglite-template.ts';
 
 // import-admin webhook … (D13) on the store of this pass (a temporary embedded DATA_DIR, or
 // DATABASE_URL). Run in-process through runImportAdmin, the function bin/import-admin.js calls
 // (cli.test.ts covers the spawned binary; a spawn per command costs seconds on a busy machine).
 // Like the other commands: --json prints one JSON object, a failure too (`{"error": {"code", "message"}}`,
 // nothing on stderr), with status 1 (the operation was refused) or 2 (the command line).
-const dataDir = mkdtempSync(join(tmpdir(), 'webhooks-cli-'));
+const dataDir = await seededDataDir('webhooks-cli-');
 after(() => rmSync(dataDir, { recursive: true, force: true }));
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? '', DATA_DIR: dataDir, DEMO_SEED: 'false' };
 
