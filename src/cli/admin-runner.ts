@@ -92,7 +92,7 @@ async function execute(argv: string[], store: AdminStore): Promise<{ json: unkno
   let flags: Flags;
   try {
     ({ args, flags } = parseCommandLine(command, [...argv.slice(0, start), ...argv.slice(start + 2)]));
-    command.check?.(flags);
+    await command.check?.(flags);
   } catch (error) {
     if (!(error instanceof CliError || error instanceof AppError)) throw error;
     const failure = cliFailure(error);

@@ -13,9 +13,6 @@ import * as repo from './webhooks.repository.ts';
 // (webhook-endpoints.service.ts) states the same rules in its own words.
 type Db = Kysely<Database>;
 
-/** How many delivery attempts `webhook deliveries` shows, newest first. */
-export const DELIVERIES_SHOWN = 100;
-
 export interface WebhookView {
   webhook: string;
   url: string;
@@ -165,10 +162,11 @@ export async function disableWebhook(db: Db, id: string, reason: string | undefi
   return toView(row);
 }
 
-export async function webhookDeliveries(db: Db, id: string): Promise<{ webhook: string; deliveries: DeliveryView[] }> {
+/** The endpoint's latest `shown` delivery attempts, newest first. */
+export async function webhookDeliveries(db: Db, id: string, shown: number): Promise<{ webhook: string; deliveries: DeliveryView[] }> {
   const endpoint = await repo.findEndpoint(db, id);
   if (!endpoint) throw new AppError('not_found', `no webhook "${id}"`);
-  const rows = await repo.deliveriesOf(db, id, DELIVERIES_SHOWN);
+  const rows = await repo.deliveriesOf(db, id, shown);
   return {
     webhook: id,
     deliveries: rows.map((r) => ({
