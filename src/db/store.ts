@@ -101,6 +101,14 @@ async function openPostgres(url: string, poolSize: number, limits: SessionLimits
   };
 }
 
+/** Runs a script of one or more statements on a PGlite session; answers the last statement's rows. */
+export function pgliteScript(client: PGlite): RunScript {
+  return async <T>(script: string) => {
+    const results = await client.exec(script);
+    return (results[results.length - 1]?.rows ?? []) as T[];
+  };
+}
+
 async function openPGlite(dataDir: string, initialData: Blob | undefined): Promise<Store> {
   const client = await PGlite.create(dataDir, { parsers: typeParsers, ...(initialData && { loadDataDir: initialData }) });
   const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
@@ -109,11 +117,7 @@ async function openPGlite(dataDir: string, initialData: Blob | undefined): Promi
     db,
     // Through Kysely's connection so the script waits its turn on PGlite's one session.
     async withSession(work) {
-      return db.connection().execute(() =>
-        work(async <T>(script: string) => {
-          const results = await client.exec(script);
-          return (results[results.length - 1]?.rows ?? []) as T[];
-        }));
+      return db.connection().execute(() => work(pgliteScript(client)));
     },
     // LISTEN waits its turn on the one session too: run in the middle of another caller's
     // transaction, it would take effect (or be lost) with that transaction.

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrate } from '../../src/db/migrate.ts';
+import { pgliteScript } from '../../src/db/store.ts';
 
 // A PGlite data directory with every migration applied, made once per installed PGlite version and
 // set of migrations, and kept in the system's temporary directory: every test file's in-memory store
@@ -55,12 +56,7 @@ async function load(): Promise<Blob> {
 async function make(): Promise<Blob> {
   const db = await PGlite.create('memory://');
   try {
-    await migrate({
-      withSession: (work) => work(async <T>(script: string) => {
-        const results = await db.exec(script);
-        return (results[results.length - 1]?.rows ?? []) as T[];
-      }),
-    });
+    await migrate({ withSession: (work) => work(pgliteScript(db)) });
     const tar = await db.dumpDataDir('none');
     // Written aside and renamed, so a test file starting meanwhile reads a whole file or none. Kept
     // only if it can be: a temporary directory that cannot be written costs time, not a failure.
