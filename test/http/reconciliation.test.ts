@@ -195,6 +195,37 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
       + `2,${b.external_account_number},balance_total,-7.25,-12.30\r\n`);
   });
 
+  test('items the line does not name count in no keyed measure, but every transaction counts in the balance', async () => {
+    const tenant = await createTenant(t);
+    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+    const id = await newJob(tenant, bookOf(a, b));
+    await upload(tenant, id, [record(a), record(b)].map((r) => JSON.stringify(r)).join('\n'));
+    await runJob(tenant, id);
+    assert.equal((await report(tenant, id)).json.verdict, 'balanced');
+
+    // Account a gains a statement, a charge of 1.00 and a note the file never sent; b loses its note.
+    const ofA = sql`(SELECT id FROM accounts WHERE external_account_number = ${a.external_account_number})`;
+    await sql`INSERT INTO statements (account_id, statement_id, bill_period_from_date, bill_period_to_date, issued_date, number, gross_amount)
+      VALUES (${ofA}, 'NOT-IN-FILE', '2024-02-01', '2024-02-29', '2024-03-01', 'No-extra', 99.99)`.execute(db);
+    await sql`INSERT INTO transactions (account_id, transaction_id, transaction_date, amount, type)
+      VALUES (${ofA}, 'NOT-IN-FILE', '2024-03-03', 1.00, 'CHARGE')`.execute(db);
+    await sql`INSERT INTO notes (account_id, body, created_at) VALUES (${ofA}, 'Not in the file.', now())`.execute(db);
+    await sql`DELETE FROM notes WHERE body = ${`Migrated ${b.external_account_number}.`}`.execute(db);
+
+    const res = await report(tenant, id);
+    const measures = measuresOf(res.json);
+    assert.deepEqual(measures.statements, [2, 2, 2, 'balanced']);
+    assert.deepEqual(measures.statements_gross_total, ['241.00', '241.00', '241.00', 'balanced']);
+    assert.deepEqual(measures.transactions, [4, 4, 4, 'balanced']);
+    assert.deepEqual(measures.balance_total, ['-14.50', '-14.50', '-15.50', 'differs']);
+    assert.deepEqual(measures.notes, [2, 2, 1, 'differs']);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 1, external_account_number: a.external_account_number, measure: 'balance_total', file: '-7.25', migrated: '-8.25' },
+      { line: 2, external_account_number: b.external_account_number, measure: 'notes', file: 1, migrated: 0 },
+    ]);
+    assert.equal(res.json.exceptions, 2);
+  });
+
   test('an unfinished job is incomplete', async () => {
     const tenant = await createTenant(t);
     const a = accountPayload(tenant.supplier);

@@ -79,55 +79,64 @@ const MEASURE_JSON = (p: string) => sql.raw(`jsonb_build_object(${[...COUNT_MEAS
   .map((m) => `'${m}', ${p}${m}${(MONEY_MEASURES as readonly string[]).includes(m) ? '::text' : ''}`).join(', ')})`);
 
 /**
+ * The keys a record's items carry, as a JSON array read in one call: `items` must be an array, and
+ * each of its objects that has `key` gives its value. A key matches a stored one when it is that text
+ * as a JSON string (the `?` operator); an item without one matches nothing.
+ */
+const itemKeys = (items: string, key: string) =>
+  sql.raw(`jsonb_path_query_array(r.record->'${items}', 'strict $[*] ? (exists(@.${key})).${key}', '{}', true)`);
+
+/**
  * The job's records (all, or the lines `from`..`to`) with both sides of each measure: `f_` what the
  * line holds (kept on the record at upload, migration 022), `s_` what the store holds, `found` whether the store holds its account. The store's
  * side is read by the items' own keys, never from the record's outcome: the account by the supplier
  * and its external account number; statements by statement_id and transactions by transaction_id
- * within it (each key once); notes by body, as a re-run recognises them; the balance from every
- * transaction the account holds (the account read's balance, summed again rather than taken from the
- * kept column). Set-based: each table is read once for all the records' accounts and joined by hash,
- * not probed once per record (a 100,000-record job reads in about a second on PostgreSQL).
+ * within it (a stored item counts once, however often the line names its key); notes by body, as a
+ * re-run recognises them; the balance from every transaction the account holds (the account read's
+ * balance, summed again rather than taken from the kept column).
+ *
+ * Set-based, one pass per table: the records' item keys are read from their JSON once, as JSON
+ * arrays on the record (`r`), and each table is joined to the records by account and grouped by line; the
+ * transactions give the balance and the keyed count in the same pass. A line groups on its own, so two
+ * lines naming one account each see all of it.
  */
 const measuredRecords = (jobId: string, supplierId: number, lines?: { from: number; to: number }) => sql`(
-  WITH r AS (
-    SELECT r.line, r.external_account_number, r.record, a.id AS account_id, 1 AS f_accounts, r.file_customers AS f_customers,
+  WITH r AS MATERIALIZED (
+    SELECT r.line, r.external_account_number, a.id AS account_id, 1 AS f_accounts, r.file_customers AS f_customers,
       r.file_supply_points AS f_supply_points, r.file_meters AS f_meters, r.file_statements AS f_statements,
       r.file_transactions AS f_transactions, r.file_notes AS f_notes, r.file_payment_instructions AS f_payment_instructions,
-      r.file_balance_total AS f_balance_total, r.file_statements_gross_total AS f_statements_gross_total
+      r.file_balance_total AS f_balance_total, r.file_statements_gross_total AS f_statements_gross_total,
+      CASE WHEN a.id IS NOT NULL THEN jsonb_typeof(r.record->'payment_instruction') = 'object' END AS sends_instruction,
+      CASE WHEN a.id IS NOT NULL THEN ${itemKeys('statements', 'statement_id')} END AS statement_keys,
+      CASE WHEN a.id IS NOT NULL THEN ${itemKeys('transactions', 'transaction_id')} END AS transaction_keys,
+      CASE WHEN a.id IS NOT NULL THEN r.record->'notes' END AS notes
     FROM migration_job_records AS r
     LEFT JOIN accounts AS a ON r.record IS NOT NULL AND a.supplier_id = ${supplierId} AND a.external_account_number = r.external_account_number
     WHERE r.job_id = ${jobId}::uuid ${lines ? sql`AND r.line BETWEEN ${lines.from} AND ${lines.to}` : sql``}
-  ), held AS (SELECT DISTINCT account_id FROM r WHERE account_id IS NOT NULL),
-  cu AS (SELECT c.account_id, count(*)::int AS n FROM customers AS c JOIN held USING (account_id) GROUP BY 1),
-  sp AS (SELECT p.account_id, count(*)::int AS n FROM supply_points AS p JOIN held USING (account_id) GROUP BY 1),
-  me AS (SELECT p.account_id, count(*)::int AS n FROM meters AS m JOIN supply_points AS p ON p.id = m.supply_point_id
-    JOIN held USING (account_id) GROUP BY 1),
-  bal AS (SELECT x.account_id, sum(transaction_balance_delta(x.type, x.amount)) AS total FROM transactions AS x
-    JOIN held USING (account_id) GROUP BY 1),
-  pi AS (SELECT q.account_id FROM payment_instructions AS q JOIN held USING (account_id) WHERE q.active),
-  st_keys AS (SELECT DISTINCT r.line, r.account_id, i.v->>'statement_id' AS k FROM r, jsonb_items_of(r.record->'statements') AS i(v)
-    WHERE r.account_id IS NOT NULL),
-  st AS (SELECT k.line, count(*)::int AS n, sum(y.gross_amount) AS gross FROM st_keys AS k
-    JOIN statements AS y ON y.account_id = k.account_id AND y.statement_id = k.k GROUP BY 1),
-  tx_keys AS (SELECT DISTINCT r.line, r.account_id, i.v->>'transaction_id' AS k FROM r, jsonb_items_of(r.record->'transactions') AS i(v)
-    WHERE r.account_id IS NOT NULL),
-  tx AS (SELECT k.line, count(*)::int AS n FROM tx_keys AS k
-    JOIN transactions AS x ON x.account_id = k.account_id AND x.transaction_id = k.k GROUP BY 1),
-  no AS (SELECT r.line, count(*)::int AS n FROM r, jsonb_items_of(r.record->'notes') AS n(v)
-    WHERE r.account_id IS NOT NULL AND EXISTS (SELECT 1 FROM notes AS o
-      WHERE o.account_id = r.account_id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', '')))
+  ),
+  cu AS (SELECT r.line, count(*)::int AS n FROM r JOIN customers AS c ON c.account_id = r.account_id GROUP BY 1),
+  sp AS (SELECT r.line, count(*)::int AS n FROM r JOIN supply_points AS p ON p.account_id = r.account_id GROUP BY 1),
+  me AS (SELECT r.line, count(*)::int AS n FROM r JOIN supply_points AS p ON p.account_id = r.account_id
+    JOIN meters AS m ON m.supply_point_id = p.id GROUP BY 1),
+  tx AS (SELECT r.line, sum(transaction_balance_delta(x.type, x.amount)) AS balance,
+      count(*) FILTER (WHERE r.transaction_keys ? x.transaction_id)::int AS n
+    FROM r JOIN transactions AS x ON x.account_id = r.account_id GROUP BY 1),
+  st AS (SELECT r.line, count(*)::int AS n, sum(y.gross_amount) AS gross
+    FROM r JOIN statements AS y ON y.account_id = r.account_id AND r.statement_keys ? y.statement_id GROUP BY 1),
+  pi AS (SELECT r.line FROM r JOIN payment_instructions AS q ON q.account_id = r.account_id AND q.active WHERE r.sends_instruction),
+  no AS (SELECT r.line, count(*)::int AS n FROM r, jsonb_items_of(r.notes) AS n(v)
+    WHERE EXISTS (SELECT 1 FROM notes AS o WHERE o.account_id = r.account_id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', '')))
     GROUP BY 1)
   SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found,
     r.f_accounts, r.f_customers, r.f_supply_points, r.f_meters, r.f_statements, r.f_transactions, r.f_notes,
     r.f_payment_instructions, r.f_balance_total, r.f_statements_gross_total,
     (r.account_id IS NOT NULL)::int AS s_accounts, COALESCE(cu.n, 0) AS s_customers, COALESCE(sp.n, 0) AS s_supply_points,
     COALESCE(me.n, 0) AS s_meters, COALESCE(st.n, 0) AS s_statements, COALESCE(tx.n, 0) AS s_transactions, COALESCE(no.n, 0) AS s_notes,
-    COALESCE(jsonb_typeof(r.record->'payment_instruction') = 'object' AND pi.account_id IS NOT NULL, false)::int AS s_payment_instructions,
-    COALESCE(bal.total, 0) AS s_balance_total, COALESCE(st.gross, 0) AS s_statements_gross_total
+    (pi.line IS NOT NULL)::int AS s_payment_instructions,
+    COALESCE(tx.balance, 0) AS s_balance_total, COALESCE(st.gross, 0) AS s_statements_gross_total
   FROM r
-  LEFT JOIN cu ON cu.account_id = r.account_id LEFT JOIN sp ON sp.account_id = r.account_id LEFT JOIN me ON me.account_id = r.account_id
-  LEFT JOIN bal ON bal.account_id = r.account_id LEFT JOIN pi ON pi.account_id = r.account_id
-  LEFT JOIN st ON st.line = r.line LEFT JOIN tx ON tx.line = r.line LEFT JOIN no ON no.line = r.line
+  LEFT JOIN cu ON cu.line = r.line LEFT JOIN sp ON sp.line = r.line LEFT JOIN me ON me.line = r.line
+  LEFT JOIN tx ON tx.line = r.line LEFT JOIN st ON st.line = r.line LEFT JOIN pi ON pi.line = r.line LEFT JOIN no ON no.line = r.line
 ) AS m`;
 
 /** The job's records `from`..`to` (line numbers), in line order, with both sides of each measure. */
