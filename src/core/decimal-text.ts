@@ -35,3 +35,10 @@ function formatScaled(units: bigint, scale: number): string {
   const text = scale === 0 ? whole : `${whole}.${digits.slice(digits.length - scale)}`;
   return negative ? `-${text}` : text;
 }
+
+/** The exact sum of two amounts, at the larger of their two scales ("1.5" + "-0.25" → "1.25"). */
+export function addDecimals(a: string, b: string): string {
+  const [x, y] = [scaled(a), scaled(b)];
+  const scale = Math.max(x.scale, y.scale);
+  return formatScaled(atScale(x, scale) + atScale(y, scale), scale);
+}

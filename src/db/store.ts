@@ -2,6 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { prepareMarkedStatements } from './server-prepared.ts';
+import { readSliced, type SliceRead } from './sliced-read.ts';
 import { listenPostgres, type ChannelHandlers, type Unlisten } from './listener.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 import type { Database } from './schema.ts';
@@ -25,6 +26,12 @@ export interface Store {
    * when lost (the handlers are told); PGlite is in this process and never loses it.
    */
   listen(channel: string, handlers: ChannelHandlers): Promise<Unlisten>;
+  /**
+   * A long read in `slices` (sliced-read.ts), its results in slice order. On PostgreSQL the slices run
+   * at the same time, each on a connection of its own, all in one snapshot, while sliced reads hold at
+   * most half the pool; past that, and on PGlite, one after another in one transaction.
+   */
+  readInSlices<T>(slices: number, read: SliceRead<T>): Promise<T[]>;
   close(): Promise<void>;
 }
 
@@ -81,9 +88,21 @@ async function openPostgres(url: string, poolSize: number, limits: SessionLimits
     prepareMarkedStatements(client);
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // Connections lent to sliced reads now: bounded, so that reads waiting for their next connection
+  // while holding one can never take the whole pool.
+  let lentToSlices = 0;
   return {
     kind: 'postgres',
     db,
+    async readInSlices(slices, read) {
+      const concurrent = lentToSlices + slices <= Math.floor(poolSize / 2);
+      if (concurrent) lentToSlices += slices;
+      try {
+        return await readSliced(db, slices, concurrent, read);
+      } finally {
+        if (concurrent) lentToSlices -= slices;
+      }
+    },
     async withSession(work) {
       const client = await pool.connect();
       try {
@@ -115,6 +134,7 @@ async function openPGlite(dataDir: string, initialData: Blob | undefined): Promi
   return {
     kind: 'pglite',
     db,
+    readInSlices: (slices, read) => readSliced(db, slices, false, read),
     // Through Kysely's connection so the script waits its turn on PGlite's one session.
     async withSession(work) {
       return db.connection().execute(() => work(pgliteScript(client)));

@@ -5,8 +5,9 @@ import { describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { ResumableSha256 } from '../../src/core/resumable-sha256.ts';
+import { openStore } from '../../src/db/store.ts';
 import { ndjsonLines } from '../../src/modules/migration-jobs/index.ts';
-import { waitUntil } from '../support/imports.ts';
+import { onPostgres, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 
@@ -308,6 +309,68 @@ describe('the file hash', () => {
       assert.deepEqual(kinds, ['text', 'text', 'too_long', 'text']);
       const expected = `one\n{"a":1}\r\n${'x'.repeat(50)}\nlast\n`;
       assert.equal(hash.hex(), createHash('sha256').update(expected).digest('hex'), `chunks of ${size}`);
+    }
+  });
+});
+
+// The store's side of a job is read in line ranges at once (Store.readInSlices); the HTTP tests above
+// run through it on both stores. Here, what the slices share and what bounds them.
+describe('a read in slices', () => {
+  const jobsNow = async (executor: typeof db) => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM migration_jobs`.execute(executor)).rows[0]!.n;
+  /** Each slice's session and snapshot, and the jobs it counts after `meanwhile` (run by the first slice) is done. */
+  const sliceViews = (store: typeof t.store, meanwhile = async (): Promise<unknown> => undefined) => store.readInSlices(2, async (trx, slice) => {
+    const { rows: [session] } = await sql<{ pid: number; snapshot: string }>`SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot`.execute(trx);
+    if (slice === 0) await meanwhile();
+    return { slice, ...session!, jobs: await jobsNow(trx) };
+  });
+
+  test('the slices share one snapshot, each on its own session on PostgreSQL; results in slice order', async () => {
+    const views = await sliceViews(t.store);
+    assert.deepEqual(views.map((v) => v.slice), [0, 1]);
+    assert.equal(views[0]!.snapshot, views[1]!.snapshot);
+    assert.equal(new Set(views.map((v) => v.pid)).size, onPostgres ? 2 : 1);
+  });
+
+  test('a slice that begins after a commit still reads the moment the first slice began', { skip: !onPostgres && 'PGlite has one session' }, async () => {
+    // A pool of 4 with 3 lent out: the second slice waits for a connection until the first slice has
+    // seen a job committed and given one back.
+    const small = await openStore({ databaseUrl: t.config.databaseUrl, poolSize: 4 });
+    const tenant = await createTenant(t);
+    const giveBack: Array<() => void> = [];
+    const held = Array.from({ length: 3 }, () => small.db.connection().execute(() => new Promise<void>((resolve) => { giveBack.push(resolve); })));
+    try {
+      await waitUntil(async () => giveBack.length === 3, 'three connections lent out');
+      const before = await jobsNow(db);
+      const views = await sliceViews(small, async () => {
+        await newJob(tenant);
+        assert.equal(await jobsNow(db), before + 1);
+        giveBack.pop()!();
+      });
+      assert.deepEqual(views.map((v) => [v.slice, v.jobs]), [[0, before], [1, before]]);
+      assert.notEqual(views[0]!.pid, views[1]!.pid);
+    } finally {
+      giveBack.forEach((release) => release());
+      await Promise.all(held);
+      await small.close();
+    }
+  });
+
+  test('a slice that fails fails the read, and the sessions go back to the pool', async () => {
+    await assert.rejects(t.store.readInSlices(2, async (trx, slice) => {
+      await sql`SELECT ${slice}::int`.execute(trx);
+      if (slice === 1) throw new Error('slice 1 failed');
+      return slice;
+    }), /slice 1 failed/);
+    assert.deepEqual(await t.store.readInSlices(2, async (_trx, slice) => slice), [0, 1]);
+  });
+
+  test('past half the pool, the slices run one after another in one session', { skip: !onPostgres && 'PGlite has one session' }, async () => {
+    const small = await openStore({ databaseUrl: t.config.databaseUrl, poolSize: 3 });
+    try {
+      const views = await sliceViews(small);
+      assert.equal(views[0]!.pid, views[1]!.pid);
+    } finally {
+      await small.close();
     }
   });
 });

@@ -147,12 +147,16 @@ export async function recordMeasures(db: Db, jobId: string, supplierId: number, 
   return rows;
 }
 
+/** The store's side of every measure summed, and the number of exception lines the records make. */
+export type MigratedTotals = Measured & { exceptions: number };
+
 /**
- * The store's side of every measure summed over the job's records, and the number of exception lines
- * they make (one for a record the store does not hold, else one per measure that differs), in one
- * statement: the sums of money are numeric in SQL and reach JS as text, so nothing passes a float.
+ * The store's side of every measure summed over the job's records (all, or the lines `from`..`to`),
+ * and the number of exception lines they make (one for a record the store does not hold, else one per
+ * measure that differs), in one statement: the sums of money are numeric in SQL and reach JS as text,
+ * so nothing passes a float.
  */
-export async function migratedTotals(trx: Transaction<Database>, jobId: string, supplierId: number): Promise<Measured & { exceptions: number }> {
+export async function migratedTotals(trx: Transaction<Database>, jobId: string, supplierId: number, lines?: { from: number; to: number }): Promise<MigratedTotals> {
   // The planner cannot know how many items a record's JSON arrays hold, guesses high, and on
   // PostgreSQL compiles the statement with JIT: over a second and a half of optimising for a
   // statement that runs in two. Off for this transaction only.
@@ -160,8 +164,8 @@ export async function migratedTotals(trx: Transaction<Database>, jobId: string, 
   const sums = sql.raw([...COUNT_MEASURES.map((c) => `COALESCE(sum(m.s_${c}), 0)::int AS ${c}`),
     ...MONEY_MEASURES.map((c) => `COALESCE(sum(m.s_${c}), 0)::text AS ${c}`)].join(', '));
   const differing = sql.raw([...COUNT_MEASURES, ...MONEY_MEASURES].map((c) => `(m.f_${c} <> m.s_${c})::int`).join(' + '));
-  const { rows } = await sql<Measured & { exceptions: number }>`SELECT ${sums},
+  const { rows } = await sql<MigratedTotals>`SELECT ${sums},
       COALESCE(sum(CASE WHEN m.found THEN ${differing} ELSE 1 END), 0)::int AS exceptions
-    FROM ${measuredRecords(jobId, supplierId)}`.execute(trx);
+    FROM ${measuredRecords(jobId, supplierId, lines)}`.execute(trx);
   return rows[0]!;
 }

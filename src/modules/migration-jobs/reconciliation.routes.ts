@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { answer } from '../../http/openapi.ts';
+import type { Store } from '../../db/store.ts';
 import type { StoreDeps } from '../../http/route-deps.ts';
 import { RECONCILIATION, RECONCILIATION_EXCEPTION } from './migration-jobs.examples.ts';
 import { JOB_ID_TOO_LONG, NO_JOB } from './migration-jobs.routes.ts';
@@ -14,7 +15,7 @@ const TAGS = ['Migration jobs'];
 const NDJSON = 'application/x-ndjson';
 
 // Reconciliation of a migration job: its report, and its exceptions as NDJSON or CSV.
-export const reconciliationRoutes: FastifyPluginAsync<StoreDeps> = async (plugin, { db }) => {
+export const reconciliationRoutes: FastifyPluginAsync<StoreDeps & { store: Store }> = async (plugin, { db, store }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.get('/migration-jobs/:job_id/reconciliation/', {
@@ -32,7 +33,7 @@ export const reconciliationRoutes: FastifyPluginAsync<StoreDeps> = async (plugin
         404: NO_JOB,
       },
     },
-  }, async (request) => reconciliation.reconcile(db, callerOf(request), request.params.job_id));
+  }, async (request) => reconciliation.reconcile(store, callerOf(request), request.params.job_id));
 
   app.get('/migration-jobs/:job_id/reconciliation/exceptions/', {
     schema: {
