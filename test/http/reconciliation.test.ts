@@ -93,6 +93,17 @@ function bookOf(a: Account, b: Account) {
   };
 }
 
+/** A job of two records, declared with their book as control totals, run and reconciled balanced. */
+async function balancedJob() {
+  const tenant = await createTenant(t);
+  const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+  const id = await newJob(tenant, bookOf(a, b));
+  await upload(tenant, id, [record(a), record(b)].map((r) => JSON.stringify(r)).join('\n'));
+  await runJob(tenant, id);
+  assert.equal((await report(tenant, id)).json.verdict, 'balanced');
+  return { tenant, a, b, id };
+}
+
 describe('GET migration-jobs/<id>/reconciliation/', () => {
   test('a job whose control totals match reconciles balanced; the file hash covers every upload in order', async () => {
     const tenant = await createTenant(t);
@@ -170,12 +181,7 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
   });
 
   test('transactions changed in the store after the run differ, read back by their keys', async () => {
-    const tenant = await createTenant(t);
-    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
-    const id = await newJob(tenant, bookOf(a, b));
-    await upload(tenant, id, [record(a), record(b)].map((r) => JSON.stringify(r)).join('\n'));
-    await runJob(tenant, id);
-    assert.equal((await report(tenant, id)).json.verdict, 'balanced');
+    const { tenant, a, b, id } = await balancedJob();
 
     await sql`UPDATE transactions SET amount = amount + 0.01 WHERE transaction_id = ${`C-${a.external_account_number}`}`.execute(db);
     await sql`DELETE FROM transactions WHERE transaction_id = ${`R-${b.external_account_number}`}`.execute(db);
@@ -197,12 +203,7 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
   });
 
   test('items the line does not name count in no keyed measure, but every transaction counts in the balance', async () => {
-    const tenant = await createTenant(t);
-    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
-    const id = await newJob(tenant, bookOf(a, b));
-    await upload(tenant, id, [record(a), record(b)].map((r) => JSON.stringify(r)).join('\n'));
-    await runJob(tenant, id);
-    assert.equal((await report(tenant, id)).json.verdict, 'balanced');
+    const { tenant, a, b, id } = await balancedJob();
 
     // Account a gains a statement, a charge of 1.00 and a note the file never sent; b loses its note.
     const ofA = sql`(SELECT id FROM accounts WHERE external_account_number = ${a.external_account_number})`;
