@@ -34,7 +34,7 @@ function bigSupplierScript(sup: number, team: number, accounts: number): string 
       FROM generate_series(1, ${accounts}) g;
     INSERT INTO accounts (id, number, account_import_id, supplier_id, external_account_number, operations_team_id,
                           billing_street_address, billing_country, billing_postal_code, created_at)
-      SELECT ${ID_OFFSET} + g, 'A-B' || lpad(g::text, 7, '0'), ${ID_OFFSET} + g, ${sup}, 'BIG-' || lpad(g::text, 7, '0'), ${team},
+      SELECT ${ID_OFFSET} + g, 'A-b' || lpad(g::text, 7, '0'), ${ID_OFFSET} + g, ${sup}, 'BIG-' || lpad(g::text, 7, '0'), ${team},
              '1 Bench Street', 'GB', 'SW1A 1AA', timestamptz '2024-06-01' + g * interval '1 millisecond'
       FROM generate_series(2, ${accounts}, 2) g;
     SET session_replication_role = DEFAULT;

@@ -34,7 +34,7 @@ function seedScript(jobId: string, supplierId: number, teamId: number, records: 
       SELECT ${ID_OFFSET} + g, ${supplierId}, ${ext}, '{}'::jsonb, ${ID_OFFSET} + g, 'created' FROM ${series};
     INSERT INTO accounts (id, number, account_import_id, supplier_id, external_account_number, operations_team_id,
                           billing_street_address, billing_country, billing_postal_code)
-      SELECT ${ID_OFFSET} + g, 'A-R' || lpad(g::text, 7, '0'), ${ID_OFFSET} + g, ${supplierId}, ${ext}, ${teamId},
+      SELECT ${ID_OFFSET} + g, 'A-r' || lpad(g::text, 7, '0'), ${ID_OFFSET} + g, ${supplierId}, ${ext}, ${teamId},
              '1 Bench Street', 'GB', 'SW1A 1AA' FROM ${series};
     INSERT INTO customers (account_id, position, given_name, family_name) SELECT ${ID_OFFSET} + g, 0, 'Ada', 'Lovelace' FROM ${series};
     INSERT INTO statements (account_id, statement_id, bill_period_from_date, bill_period_to_date, issued_date, number, gross_amount)
