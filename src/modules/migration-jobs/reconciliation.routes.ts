@@ -4,7 +4,6 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import { answer } from '../../http/openapi.ts';
 import type { Store } from '../../db/store.ts';
-import type { StoreDeps } from '../../http/route-deps.ts';
 import { RECONCILIATION, RECONCILIATION_EXCEPTION } from './migration-jobs.examples.ts';
 import { JOB_ID_TOO_LONG, NO_JOB } from './migration-jobs.routes.ts';
 import { JobPathParams } from './migration-jobs.schemas.ts';
@@ -15,7 +14,8 @@ const TAGS = ['Migration jobs'];
 const NDJSON = 'application/x-ndjson';
 
 // Reconciliation of a migration job: its report, and its exceptions as NDJSON or CSV.
-export const reconciliationRoutes: FastifyPluginAsync<StoreDeps & { store: Store }> = async (plugin, { db, store }) => {
+// The report reads the store in slices (Store.readInSlices), so the plugin takes the store itself.
+export const reconciliationRoutes: FastifyPluginAsync<{ store: Store }> = async (plugin, { store }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.get('/migration-jobs/:job_id/reconciliation/', {
@@ -56,7 +56,7 @@ export const reconciliationRoutes: FastifyPluginAsync<StoreDeps & { store: Store
     },
   }, async (request, reply) => {
     const csv = /\btext\/csv\b/i.test(String(request.headers.accept ?? ''));
-    const chunks = await reconciliation.streamExceptions(db, callerOf(request), request.params.job_id, csv ? 'csv' : 'ndjson');
+    const chunks = await reconciliation.streamExceptions(store.db, callerOf(request), request.params.job_id, csv ? 'csv' : 'ndjson');
     return reply.type(csv ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`).send(Readable.from(chunks));
   });
 };
