@@ -66,6 +66,11 @@ describe('POST transactions/create/: each type', () => {
       ['T-1', '12.30', 'CHARGE', null, null], ['T-2', '5.00', 'CREDIT', null, null], ['T-3', '40.05', 'PAYMENT', 'DD-1', 'DD_REGULAR_COLLECTION'],
       ['T-4', '0.01', 'REPAYMENT', 'R-1', 'DIRECT_CREDIT'], ['T-5', '99.99', 'SUPPLY_CHARGE', null, null],
     ]);
+    // An added transaction is answered as it is stored: a repeat, read back from the store, answers the same.
+    const again = await post(tenant, account.externalAccountNumber, items);
+    assert.deepEqual(again.json.results.map((r: any) => r.status), items.map(() => 'TRANSACTION_ALREADY_EXISTS'));
+    assert.deepEqual(again.json.results.map((r: any) => r.transaction_data),
+      res.json.results.map(({ transaction_data: { status: _, ...data } }: any) => data));
   });
 
   test('a field of another type is an unknown_field; missing reason is required; an unknown type is invalid_choice', async () => {

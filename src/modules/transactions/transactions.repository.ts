@@ -1,10 +1,9 @@
-import { sql, type Insertable, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
 import type { Database, TransactionsTable } from '../../db/schema.ts';
 import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 
 type Trx = Transaction<Database>;
 export type TransactionRow = Selectable<TransactionsTable>;
-export type NewTransaction = Insertable<TransactionsTable>;
 
 /** A transaction's columns, named (a prepared statement's result must not follow the table's). */
 const TRANSACTION_COLUMNS = sql.raw(['id', 'account_id', 'transaction_id', 'transaction_date', 'original_date', 'amount', 'type', 'reason',
@@ -63,11 +62,12 @@ export async function readUnderAccountLock(
  * One statement for the whole batch, its rows sent as ONE jsonb parameter rather than ~15 bind
  * parameters a row (a batch of 500 would otherwise be 7,500 parameters to bind and parse). A
  * transaction_id already on the account is left out by the unique constraint (not looked up first),
- * so the caller sees it missing from what came back. Built and not yet run: it travels with the
- * import's event (recordEventsWith).
+ * so the caller sees it missing from what came back. Only the ids come back: a written row holds
+ * what was sent, so the caller answers from its own values rather than reading every column back.
+ * Built and not yet run: it travels with the import's event (recordEventsWith).
  */
-export function transactionsInsert(accountId: number, rows: NewTransactionValues[]): RawBuilder<TransactionRow> {
-  return insertMany(rows.map((row) => ({ account_id: accountId, ...row })), TRANSACTION_COLUMNS);
+export function transactionsInsert(accountId: number, rows: NewTransactionValues[]): RawBuilder<{ transaction_id: string }> {
+  return insertMany(rows.map((row) => ({ account_id: accountId, ...row })), sql`transaction_id`);
 }
 
 /**
@@ -91,8 +91,11 @@ function insertMany<Row>(rows: Array<NewTransactionValues & { account_id: number
     RETURNING ${returning}`;
 }
 
-/** A transaction to insert: its values as the columns take them, jsonb fields as values (not text). */
-export type NewTransactionValues = Omit<NewTransaction, 'account_id' | 'line_items' | 'tax_items'> & {
+/**
+ * A transaction to insert: every value as the column takes it (none left to a default but the row's
+ * id and time), jsonb fields as values (not text). What a caller answers for a row it wrote.
+ */
+export type NewTransactionValues = Omit<TransactionRow, 'id' | 'account_id' | 'created_at' | 'line_items' | 'tax_items'> & {
   line_items: unknown; tax_items: unknown;
 };
 

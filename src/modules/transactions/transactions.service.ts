@@ -76,7 +76,7 @@ async function importTransactions(
       supplierId: supplier.id, type: 'post_import.completed', externalAccountNumber: body.external_account_number,
       data: { kind: 'transactions', added: rows.length, already_existing: body.transactions.length - rows.length },
     }], rows.length > 0 ? transactionsInsert(account.id, rows) : null);
-    const added = new Map(inserted.map((row) => [row.transaction_id, row]));
+    const added = new Set(inserted.map((row) => row.transaction_id));
     if (added.size < rows.length) {
       const index = body.transactions.findIndex((item) => !existing.has(item.transaction_id) && !added.has(item.transaction_id));
       const item = body.transactions[index]!;
@@ -87,12 +87,14 @@ async function importTransactions(
         body: movedNoteBody(moved, periodStart), documentPaths: [], createdAt: clock.now(), isPinned: true, unpinAt: null,
       }]);
     }
+    // An added transaction is answered from the values written (the rows in order of the items not found).
+    let next = 0;
     return {
       results: body.transactions.map((item) => {
         const before = existing.get(item.transaction_id);
         return before
           ? { status: 'TRANSACTION_ALREADY_EXISTS' as const, transaction_data: toData(before) }
-          : { status: 'TRANSACTION_ADDED_TO_ACCOUNT' as const, transaction_data: { ...toData(added.get(item.transaction_id)!), status: 'TRANSACTION_IMPORT_SUCCESS' as const } };
+          : { status: 'TRANSACTION_ADDED_TO_ACCOUNT' as const, transaction_data: { ...toData(rows[next++]!), status: 'TRANSACTION_IMPORT_SUCCESS' as const } };
       }),
     };
   });
@@ -108,7 +110,7 @@ function toRow(item: TransactionItem, date: string, description: string | null):
     transaction_id: item.transaction_id,
     transaction_date: date,
     original_date: description ? item.transaction_date : null,
-    amount: decimalString(item.amount),
+    amount: moneyString(item.amount),
     type: item.type,
     reason: 'reason' in item ? item.reason : null,
     display_note: item.display_note ?? null,
@@ -135,8 +137,8 @@ function transactionDifferences(row: TransactionRow, item: TransactionItem, inde
   ]);
 }
 
-/** A stored transaction as answered: optional fields left out when empty (spec 2.1). */
-export function toData(row: TransactionRow): TransactionData {
+/** A transaction as answered, stored or just written: optional fields left out when empty (spec 2.1). */
+export function toData(row: TransactionRow | NewTransactionValues): TransactionData {
   const data: Record<string, unknown> = {
     transaction_id: row.transaction_id,
     transaction_date: row.transaction_date,
