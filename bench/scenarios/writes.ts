@@ -191,10 +191,11 @@ async function createForTransactions(ctx: Ctx): Promise<string[]> {
     externals.push(external);
   }
   await withDatabase(ctx, 'raw', (store) => stageUntimed(store, ctx.rawTenant.supplierId, 'T', templates, 0, TRANSACTION_ACCOUNTS));
-  // raw-create.ts creates every pending account of the supplier, then stops: these, well within its time.
+  // raw-create.ts creates every pending account of the supplier, then stops: these, and the staging
+  // row's when it ran before (BENCH_ONLY=staging,transactions), well within its time.
   const made = await runJsonChild<LoopResult>('bench/baselines/raw-create.ts',
     { target: ctx.raw, supplierId: ctx.rawTenant.supplierId, teamId: ctx.rawTenant.teamId, connections: 1, seconds: 300, warmupSeconds: 0 });
-  if (made.ok !== TRANSACTION_ACCOUNTS || made.failed) {
+  if (made.ok < TRANSACTION_ACCOUNTS || made.failed) {
     throw new Error(`raw-create made ${made.ok} of ${TRANSACTION_ACCOUNTS} accounts${made.firstError ? `: ${made.firstError}` : ''}`);
   }
   return externals;
