@@ -86,7 +86,7 @@ export function demoBanner(seed: DemoSeed, baseUrl: string, keyFile: string | nu
     `   TOKEN=$(${obtain} | ${extract})`,
     `   curl -s ${baseUrl}/v1/data-import/all-account-import-processes/${seed.supplier}/ -H "Authorization: Token $TOKEN"`,
     '',
-    ' Another key later: stop the server, then npx import-admin key create demo',
+    ' Another key later: npx import-admin key create demo (the server may keep running)',
     ' (set DEMO_SEED=false to start with an empty store instead)',
     '================================================================================',
     '',
