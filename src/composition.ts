@@ -16,6 +16,7 @@ import { createJobQueue, type JobQueue } from './queue/queue.ts';
 import { defineEmailQueue, type SenderLogger } from './modules/email/index.ts';
 import { defineMigrationQueues } from './modules/migration-jobs/index.ts';
 import { defineWebhookQueues } from './modules/webhooks/index.ts';
+import { defineStoreVacuum } from './queue/store-vacuum.ts';
 
 // The composition root: every part of the service that holds state or is called by another module
 // is built here, once per process, in the order they need each other, and handed to the HTTP app
@@ -98,5 +99,6 @@ async function openQueue(store: Store, logger: WorkerLogger, config: Config): Pr
   await defineEmailQueue(queue);
   await defineMigrationQueues(queue, config);
   await defineWebhookQueues(queue);
+  await defineStoreVacuum(queue, store);
   return queue;
 }

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { buildTestApp } from '../support/test-app.ts';
+import { waitUntil } from '../support/imports.ts';
+import { VACUUM_QUEUE, vacuumChurnedTables } from '../../src/queue/store-vacuum.ts';
+
+// PGlite has no autovacuum: the tables a migration job rewrites on every record are vacuumed and
+// analysed by a job scheduled every minute. A table never vacuumed nor analysed counts -1 tuples.
+const t = await buildTestApp({ WORKER_CONCURRENCY: '1' });
+
+async function counted(): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT reltuples::int AS n FROM pg_class WHERE oid = 'migration_job_records'::regclass`.execute(t.store.db);
+  return rows[0]!.n;
+}
+
+describe('vacuuming what a migration job churns', () => {
+  test('on PGlite, scheduled every minute and run by the workers; on PostgreSQL, left to autovacuum', async () => {
+    const { rows } = await sql<{ name: string; cron: string }>`SELECT name, cron FROM pgboss.schedule WHERE name = ${VACUUM_QUEUE}`.execute(t.store.db);
+    if (t.store.kind !== 'pglite') {
+      assert.deepEqual(rows, []);
+      return;
+    }
+    assert.deepEqual(rows, [{ name: VACUUM_QUEUE, cron: '* * * * *' }]);
+    assert.equal(await counted(), -1);
+    await t.queue.send(VACUUM_QUEUE, {});
+    await waitUntil(async () => (await counted()) >= 0, 'the vacuum job to run', 15_000);
+  });
+
+  test('the vacuum runs on either store, outside any transaction', async () => {
+    await vacuumChurnedTables(t.store);
+    assert.equal(await counted(), 0);
+  });
+});
