@@ -87,14 +87,14 @@ async function importTransactions(
         body: movedNoteBody(moved, periodStart), documentPaths: [], createdAt: clock.now(), isPinned: true, unpinAt: null,
       }]);
     }
-    // An added transaction is answered from the values written (the rows in order of the items not found).
-    let next = 0;
+    // An added transaction is answered from the values written, not read back.
+    const written = new Map(rows.map((row) => [row.transaction_id, row]));
     return {
       results: body.transactions.map((item) => {
         const before = existing.get(item.transaction_id);
         return before
           ? { status: 'TRANSACTION_ALREADY_EXISTS' as const, transaction_data: toData(before) }
-          : { status: 'TRANSACTION_ADDED_TO_ACCOUNT' as const, transaction_data: { ...toData(rows[next++]!), status: 'TRANSACTION_IMPORT_SUCCESS' as const } };
+          : { status: 'TRANSACTION_ADDED_TO_ACCOUNT' as const, transaction_data: { ...toData(written.get(item.transaction_id)!), status: 'TRANSACTION_IMPORT_SUCCESS' as const } };
       }),
     };
   });
