@@ -98,7 +98,19 @@ export const QUEUE_SCHEMA = 'pgboss';
 // Any constant, the same in every instance (migrate.ts uses another).
 const QUEUE_INSTALL_LOCK_KEY = 727_100_002;
 
-function adapterFor(db: Kysely<Database> | Transaction<Database>, runScript?: Store['withSession']): PgBoss.Db {
+/**
+ * How the queue's own session (not a transaction's) runs: scripts on a session of the store, and what
+ * to do with a statement that fails once the queue has stopped.
+ */
+interface OwnSession {
+  runScript: Store['withSession'];
+  /** Has the queue been stopped (its workers given up)? */
+  stopped: () => boolean;
+  onError: (error: Error) => void;
+}
+
+function adapterFor(db: Kysely<Database> | Transaction<Database>, own?: OwnSession): PgBoss.Db {
+  const runScript = own?.runScript;
   return {
     async executeSql(text: string, values?: unknown[]) {
       if ((values === undefined || values.length === 0) && runScript) {
@@ -119,11 +131,20 @@ function adapterFor(db: Kysely<Database> | Transaction<Database>, runScript?: St
       // settle a conflict with other work (a deadlock), is tried again for a while: pg-boss does not
       // await some of its calls (a worker's complete/fail), and a rejection there would be unhandled
       // and end the process. Inside a transaction there is nothing to retry: the transaction is lost.
-      if (runScript === undefined) return { rows: await run() };
+      if (own === undefined) return { rows: await run() };
       for (let attempt = 1; ; attempt += 1) {
         try {
           return { rows: await run() };
         } catch (error) {
+          // A job that outlives the queue's stop (its handler still running when the stop's wait ran
+          // out) was already failed by the stop, to be run again; when its handler ends, pg-boss
+          // completes it without awaiting, by then often on a closed store. Losing that statement is
+          // what a killed process does too: it is reported, and its caller is left waiting (no answer
+          // is made up, and no rejection is thrown where nothing can catch it).
+          if (own.stopped()) {
+            own.onError(new Error(`a job queue statement after the queue stopped was not run: ${(error as Error).message}`));
+            return new Promise<never>(() => {});
+          }
           if (!retryableStoreFailure(error) || attempt >= STORE_RETRY_ATTEMPTS) throw error;
           await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** attempt)));
         }
@@ -136,8 +157,13 @@ function adapterFor(db: Kysely<Database> | Transaction<Database>, runScript?: St
 const STORE_RETRY_ATTEMPTS = 16;
 
 export function createJobQueue(store: Store, options: QueueOptions = {}): JobQueue {
+  let stopped = false;
   const boss = new PgBoss({
-    db: adapterFor(store.db, store.withSession.bind(store)),
+    db: adapterFor(store.db, {
+      runScript: store.withSession.bind(store),
+      stopped: () => stopped,
+      onError: (error) => options.onError?.(error),
+    }),
     schema: QUEUE_SCHEMA,
     maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? 60,
   });
@@ -195,13 +221,17 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
 
   const queue: JobQueue = {
     boss,
-    async start() { await installing(() => boss.start()); },
+    async start() {
+      stopped = false;
+      await installing(() => boss.start());
+    },
     async stop(timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
       for (const worker of shared.values()) worker.stop();
       await Promise.all([...shared.keys()].map((name) => settled(name, until)));
       shared.clear();
       await boss.stop({ graceful: true, wait: true, close: false, timeout: Math.max(1000, timeoutMs) });
+      stopped = true;
     },
     async define(name, policy = {}) {
       if (defined.has(name)) return;
