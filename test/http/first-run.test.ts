@@ -1,18 +1,21 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { onPostgres } from '../support/imports.ts';
 import { startMain } from '../support/main-process.ts';
+import { seededDataDir } from '../support/pglite-template.ts';
 
 // A newcomer's first start (docs/operations.md#first-run): the demo key is saved to
 // DATA_DIR/demo-key.txt (mode 600) before anything can fail, so a port already taken loses nothing;
-// a later start says where the key is. The embedded store's behaviour: PGlite pass only.
+// a later start says where the key is. The embedded store's behaviour: PGlite pass only. The data
+// directory starts migrated and empty (no organisation yet, so the first start seeds the demo): a start
+// on a directory that is not there at all is operations.test.ts's "a fresh start".
+const dataDir = await seededDataDir('import-first-run-');
+after(() => rmSync(dataDir, { recursive: true, force: true }));
+
 describe('the demo key on a first start', { skip: onPostgres && 'embedded-store behaviour: runs in the PGlite pass' }, () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'import-first-run-'));
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
   const env = { DATABASE_URL: '', DATA_DIR: dataDir, DEMO_SEED: '' };
   const keyFile = join(dataDir, 'demo-key.txt');
 

@@ -163,8 +163,8 @@ describe('max_records_per_minute', () => {
 
   test('a throttled job runs within 10% of its limit', async () => {
     const tenant = await createTenant(t);
-    const limit = 120;
-    const records = 61; // 60 gaps of half a second: about 30 s
+    const limit = 240;
+    const records = 61; // 60 gaps of a quarter of a second: about 15 s
     const id = await startedJob(tenant, records, { max_records_per_minute: limit });
     await ended(tenant, id);
     const { rows } = await sql<{ first: Date; last: Date; n: number }>`SELECT min(finished_at) AS first, max(finished_at) AS last, count(*)::int AS n

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { onPostgres } from '../support/imports.ts';
+import { seededDataDir } from '../support/pglite-template.ts';
 import { request, startServer } from '../support/server-process.ts';
 import { buildTestApp } from '../support/test-app.ts';
 
@@ -20,11 +19,14 @@ const BAD_KEY_ANSWER = {
   errors: [{ message: 'Invalid or revoked credentials.', locations: [{ line: 1, column: 12 }], path: ['obtainToken'], extensions: { code: 'authentication_failed' } }],
 };
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'import-shutdown-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+// Each server has a data directory of its own, already migrated: a first start is first-run.test.ts's
+// and operations.test.ts's. Made here, at the top: a hook registered by an awaited call inside a test
+// is not tied to that test.
+const drainingDir = await seededDataDir('import-shutdown-');
+const prettyDir = await seededDataDir('import-shutdown-');
+after(() => {
+  for (const dir of [drainingDir, prettyDir]) rmSync(dir, { recursive: true, force: true });
+});
 
 /** A POST whose body is sent in two parts: the request is in flight until `finish` is called. */
 function slowPost(url: string, path: string, body: string) {
@@ -43,7 +45,7 @@ function slowPost(url: string, path: string, body: string) {
 
 describe('SIGTERM on a running server', { skip }, () => {
   test('readyz is 503 while it drains, requests still run, the slow one finishes, "stopped", exit 0', async () => {
-    const server = await startServer({ DATABASE_URL: '', DATA_DIR: tempDir(), SHUTDOWN_DRAIN_MS: '3000' });
+    const server = await startServer({ DATABASE_URL: '', DATA_DIR: drainingDir, SHUTDOWN_DRAIN_MS: '3000' });
     after(() => server.kill());
     assert.deepEqual((await request(server.url, 'GET', '/readyz')).json, { status: 'ready' });
 
@@ -105,7 +107,7 @@ describe('once the server closes', { skip }, () => {
 
 describe('LOG_FORMAT=pretty', { skip }, () => {
   test('the server starts and writes readable lines, not JSON', async () => {
-    const server = await startServer({ DATABASE_URL: '', DATA_DIR: tempDir(), LOG_FORMAT: 'pretty' });
+    const server = await startServer({ DATABASE_URL: '', DATA_DIR: prettyDir, LOG_FORMAT: 'pretty' });
     after(() => server.kill());
     assert.equal((await request(server.url, 'GET', '/v1/data-import/events/')).status, 401);
     await server.stop();
