@@ -1,5 +1,5 @@
 import { startOutboxSender } from './modules/email/index.ts';
-import { startMigrationWorkers } from './modules/migration-jobs/index.ts';
+import { MIGRATION_CHURNED_TABLES, startMigrationWorkers } from './modules/migration-jobs/index.ts';
 import { startWebhookWorkers } from './modules/webhooks/index.ts';
 import type { Modules, WorkerLogger } from './composition.ts';
 import { startStoreVacuum } from './queue/store-vacuum.ts';
@@ -22,7 +22,7 @@ export async function startWorkers(modules: Modules, logger: WorkerLogger): Prom
   });
   const webhooks = await startWebhookWorkers({ db, queue, config, logger, clock, fanout });
   // On PGlite only: what autovacuum does on a server, for the tables a migration job churns.
-  const vacuum = await startStoreVacuum({ store, queue });
+  const vacuum = await startStoreVacuum({ store, queue, tables: MIGRATION_CHURNED_TABLES });
   return {
     async stop() {
       await Promise.all([outbox.stop(), migrations.stop(), webhooks.stop(), vacuum.stop()]);

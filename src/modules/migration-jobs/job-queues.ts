@@ -24,6 +24,12 @@ export const WINDOW_QUEUE = 'migration_window';
 export const RECORD_DEAD_QUEUE = 'migration_record_dead';
 
 /**
+ * The module's tables a running job rewrites on every record (sent, claimed, finished): on the
+ * embedded store, which has no autovacuum, the workers vacuum them (queue/store-vacuum.ts).
+ */
+export const CHURNED_TABLES: readonly string[] = ['migration_job_records'];
+
+/**
  * A dispatcher's look takes well under a second; one held by an instance that died is given to
  * another after this long (sent with every dispatch job: the queue's own default is what the first
  * instance set). A look that did run this long and is looked at again does no harm: a look is one
