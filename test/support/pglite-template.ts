@@ -30,7 +30,9 @@ let made: Promise<Blob> | undefined;
 
 /**
  * A new temporary DATA_DIR for an embedded store, already holding the template (on PostgreSQL, an empty
- * directory): the first command a test runs there opens a migrated store instead of making one.
+ * directory): the first command a test runs there opens a migrated store instead of making one. Make
+ * it at a test file's top level, with the `after` hook that removes it: made inside a test,
+ * shutdown.test.ts once never exited.
  */
 export async function seededDataDir(prefix: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
