@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import PgBoss from 'pg-boss';
 import { retryableStoreFailure } from '../db/errors.ts';
@@ -138,12 +139,12 @@ function adapterFor(db: Kysely<Database> | Transaction<Database>, own?: OwnSessi
         } catch (error) {
           // A job that outlives the queue's stop (its handler still running when the stop's wait ran
           // out) was already failed by the stop, to be run again; when its handler ends, pg-boss
-          // completes it without awaiting, by then often on a closed store. Losing that statement is
-          // what a killed process does too: it is reported, and its caller is left waiting (no answer
-          // is made up, and no rejection is thrown where nothing can catch it).
-          if (own.stopped()) {
-            own.onError(new Error(`a job queue statement after the queue stopped was not run: ${(error as Error).message}`));
-            return new Promise<never>(() => {});
+          // completes (or fails) it without awaiting, by then often on a closed store, and a rejection
+          // there would be unhandled. Losing that one statement is what a killed process does too: it
+          // is reported and answered as having changed no job. Any other statement fails as it did.
+          if (own.stopped() && UNAWAITED_COMMANDS.has(text)) {
+            own.onError(new Error(`a job's completion after the queue stopped was not written (it runs again): ${(error as Error).message}`));
+            return { rows: [{ count: 0 }] };
           }
           if (!retryableStoreFailure(error) || attempt >= STORE_RETRY_ATTEMPTS) throw error;
           await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** attempt)));
@@ -152,6 +153,13 @@ function adapterFor(db: Kysely<Database> | Transaction<Database>, own?: OwnSessi
     },
   } as PgBoss.Db;
 }
+
+/**
+ * The statements pg-boss's workers send without awaiting them: a fetched job's completion and its
+ * failure (its own plans, for our schema; pg-boss reads their answer as a count of jobs changed).
+ */
+const pgBossPlans = createRequire(import.meta.url)('pg-boss/src/plans.js') as { completeJobs(schema: string): string; failJobsById(schema: string): string };
+const UNAWAITED_COMMANDS = new Set([pgBossPlans.completeJobs(QUEUE_SCHEMA), pgBossPlans.failJobsById(QUEUE_SCHEMA)]);
 
 /** About a minute of retries (100 ms doubling, at most 5 s apart) before a queue statement gives up. */
 const STORE_RETRY_ATTEMPTS = 16;

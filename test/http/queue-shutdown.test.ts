@@ -11,7 +11,7 @@ import { pgliteTemplate } from '../support/pglite-template.ts';
 // again; when the handler ends, pg-boss completes the job without awaiting the statement. On a closed
 // store that statement fails where nothing can catch it: the process must not end on an unhandled
 // rejection, and the failure is reported.
-test('a job that outlives the queue stop, ending after the store closed, is reported, not an unhandled rejection', async () => {
+test('a job that outlives the queue stop, ending after the store closed, is reported, not an unhandled rejection; other statements still fail', async () => {
   const isolated = process.env.DATABASE_URL ? await isolatedDatabase() : null;
   after(async () => { await isolated?.drop(); });
   const store = await openStore({ databaseUrl: isolated?.url ?? '', dataDir: 'memory://', initialData: isolated ? undefined : await pgliteTemplate() });
@@ -43,5 +43,7 @@ test('a job that outlives the queue stop, ending after the store closed, is repo
   await new Promise((resolve) => setTimeout(resolve, 200));
 
   assert.deepEqual(unhandled, []);
-  assert.match(reported[0]!.message, /^a job queue statement after the queue stopped was not run: /);
+  assert.match(reported[0]!.message, /^a job's completion after the queue stopped was not written \(it runs again\): /);
+  // Any other statement after the stop still fails to its caller, which awaits it.
+  await assert.rejects(queue.send('slow_job', {}), /driver has already been destroyed/);
 });
