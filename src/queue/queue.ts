@@ -143,7 +143,7 @@ function adapterFor(db: Kysely<Database> | Transaction<Database>, own?: OwnSessi
           // there would be unhandled. Losing that one statement is what a killed process does too: it
           // is reported and answered as having changed no job. Any other statement fails as it did.
           if (own.stopped() && UNAWAITED_COMMANDS.has(text)) {
-            own.onError(new Error(`a job's completion after the queue stopped was not written (it runs again): ${(error as Error).message}`));
+            own.onError(new Error(`a job's completion or failure after the queue stopped was not written (it runs again): ${(error as Error).message}`));
             return { rows: [{ count: 0 }] };
           }
           if (!retryableStoreFailure(error) || attempt >= STORE_RETRY_ATTEMPTS) throw error;
