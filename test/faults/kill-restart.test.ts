@@ -40,32 +40,31 @@ describe('kill -9 in the middle of creates', { skip }, () => {
         assert.equal(staged.status, 201, staged.text);
       }
       const victim = `${APP}-r${round - 1}`;
-      // Creates start a few ms apart, so that some are always in flight; the kill lands while one
-      // holds its slot (it is inside its transaction), after 0, 5, then 10 accounts were committed.
       const target = server;
-      const creates = exts.map(async (ext, i) => {
-        await new Promise((resolve) => setTimeout(resolve, i * 25));
-        return request(target.url, 'POST', ROUTES.process, { token: tenant.token, body: processBody(tenant.supplier, ext, tenant.team), timeoutMs: 30_000 });
-      });
+      const create = (ext: string) => request(target.url, 'POST', ROUTES.process, { token: tenant.token, body: processBody(tenant.supplier, ext, tenant.team), timeoutMs: 30_000 });
+      // The kill lands after 0, 5, then 10 accounts of the round were committed: those are created
+      // first and answered. Then another session keeps the accounts table from being written (reads
+      // go on), and the rest of the round's creates are sent: they wait at their insert, inside their
+      // transaction, holding their slot, and the kill lands then. (Sending every create a few ms
+      // apart and taking the hold once enough were committed missed, on a slow machine, every create
+      // of a round: a fresh instance answered its first creates late and the rest all at once.)
       const committedBefore = (round - 1) * 5;
-      const made = async () => Number((await db.selectFrom('accounts').select((eb) => eb.fn.countAll().as('n'))
-        .where('external_account_number', 'in', exts).executeTakeFirstOrThrow()).n);
-      // Once the round's first accounts are committed, another session keeps the accounts table from
-      // being written (reads go on): the creates after them wait at their insert, inside their
-      // transaction, holding their slot. The kill lands then, however fast a create is (sampling for
-      // a slot held, without the hold, once missed every create of a round: all 24 done in between).
-      await waitFor('accounts committed before the kill', async () => (committedBefore > 0 ? made() : 0), (n) => n >= committedBefore, 30_000);
+      const before: Array<Awaited<ReturnType<typeof create>>> = [];
+      for (const ext of exts.slice(0, committedBefore)) before.push(await create(ext));
       const holder = await pgSession(url);
+      let cutOff: Array<Awaited<ReturnType<typeof create>>>;
       try {
         await holder.query('BEGIN');
         await holder.query('LOCK TABLE accounts IN SHARE MODE');
+        const inFlight = exts.slice(committedBefore).map(create);
         await waitFor('creates in flight', async () => (await sessionsOf(db, victim)).slots, (slots) => slots > 0, 30_000);
         await server.kill();
+        cutOff = await Promise.all(inFlight);
       } finally {
         await holder.query('ROLLBACK').catch(() => {});
         await holder.end();
       }
-      const answers = await Promise.all(creates);
+      const answers = [...before, ...cutOff];
 
       // The dead instance's sessions end (PostgreSQL sees the sockets close) and take their locks along.
       await waitFor('sessions of the killed instance', () => sessionsOf(db, victim), (s) => s.sessions === 0);
