@@ -5,13 +5,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
-import type pg from 'pg';
 import type { BrowserContext, Page } from 'playwright-core';
-import { accountLockKey } from '../../src/modules/account-imports/index.ts';
 import { DASHBOARD_CSP } from '../../src/http/dashboard.ts';
 import { DOCS_CSP } from '../../src/http/openapi.ts';
 import { launchBrowser, watchProblems, type Browser } from '../support/browser.ts';
-import { onPostgres, pgSession, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
+import { holdCreate, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
 // The dashboard (D14) in a real browser: Debian's chromium driven by playwright-core, against the app
@@ -86,21 +84,6 @@ async function runningJob(tenant: Tenant): Promise<string> {
   return job.json.id as string;
 }
 
-/** Holds the account lock of `ext` as a create running on another instance would. */
-async function holdCreate(tenant: Tenant, ext: string): Promise<() => Promise<void>> {
-  const row = await db.selectFrom('account_imports').select('id')
-    .where('supplier_id', '=', await supplierIdOf(t, tenant.supplier)).where('external_account_number', '=', ext).executeTakeFirstOrThrow();
-  const key = accountLockKey(Number(row.id));
-  // On PostgreSQL from a session of its own; PGlite has one session, which the app shares.
-  if (onPostgres) {
-    const session: pg.Client = await pgSession(t.config.databaseUrl);
-    await session.query('SELECT pg_advisory_lock($1::int8)', [key]);
-    return async () => { await session.end(); };
-  }
-  await sql`SELECT pg_advisory_lock(${key}::int8)`.execute(db);
-  return async () => { await sql`SELECT pg_advisory_unlock(${key}::int8)`.execute(db); };
-}
-
 async function text(page: Page, testId: string): Promise<string> {
   return (await page.getByTestId(testId).first().textContent())?.trim() ?? '';
 }
@@ -131,7 +114,7 @@ describe('the dashboard page', () => {
     const mobile = [await failingAccount(tenant, ['customers', '0', 'mobile'], '12'), await failingAccount(tenant, ['customers', '0', 'mobile'], 'abc')];
     const country = await failingAccount(tenant, ['billing_address', 'country'], 'ZZ');
     const inProgress = (await stage(t, tenant)).external_account_number;
-    const release = await holdCreate(tenant, inProgress);
+    const release = await holdCreate(t, tenant.supplier, inProgress);
     const jobId = await runningJob(tenant);
     const requests: string[] = [];
     const problems: string[] = [];

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { skipAccount } from '../../src/modules/admin/index.ts';
-import { accountLockKey } from '../../src/modules/account-imports/index.ts';
-import { processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
+import { holdCreate, processAccount, stage, stageAndCreate, supplierIdOf } from '../support/imports.ts';
 import { buildApp } from '../../src/app.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -82,15 +81,14 @@ describe('GET stats/<supplier>/ (D14)', () => {
     assert.equal((await processAccount(t, tenant, recovered, { dry_run: true })).json.code, 'dry_run_rolled_back');
     const skipped = await failingAccount(tenant, ['customers', '0', 'mobile'], '12');
     await skipAccount(db, tenant.supplier, skipped);
-    // A create "running" on another instance holds the account's advisory lock (import-locks.repository.ts).
+    // A create "running" on another instance holds the account's advisory lock.
     const running = await stage(t, tenant);
-    const runningId = (await db.selectFrom('account_imports').select('id').where('external_account_number', '=', running.external_account_number).executeTakeFirstOrThrow()).id;
-    await sql`SELECT pg_advisory_lock(${accountLockKey(Number(runningId))}::int8)`.execute(db);
+    const release = await holdCreate(t, tenant.supplier, running.external_account_number);
     let res;
     try {
       res = await stats(tenant);
     } finally {
-      await sql`SELECT pg_advisory_unlock(${accountLockKey(Number(runningId))}::int8)`.execute(db);
+      await release();
     }
     assert.equal(res.status, 200);
     const current = await storeHour();
@@ -335,15 +333,13 @@ describe('domain metrics on /metrics (D14)', () => {
   test('creates in progress, job records by outcome, vendor latency and webhook deliveries are exposed', async () => {
     const tenant = await createTenant(t);
     const running = await stage(t, tenant);
-    const id = (await db.selectFrom('account_imports').select('id').where('external_account_number', '=', running.external_account_number).executeTakeFirstOrThrow()).id;
-    const key = accountLockKey(Number(id));
     const before = value(await scrape(), 'import_creates_in_progress')!;
-    await sql`SELECT pg_advisory_lock(${key}::int8)`.execute(db);
+    const release = await holdCreate(t, tenant.supplier, running.external_account_number);
     let during;
     try {
       during = value(await scrape(), 'import_creates_in_progress');
     } finally {
-      await sql`SELECT pg_advisory_unlock(${key}::int8)`.execute(db);
+      await release();
     }
     // Other test files may hold locks on a shared PostgreSQL: ours adds one to whatever they hold.
     assert.ok(during! >= 1 && during! >= before, `in progress ${before} → ${during}`);

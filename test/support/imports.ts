@@ -3,6 +3,7 @@ import { after } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { AccountData } from '../../src/modules/account-data/index.ts';
+import { accountLockKey } from '../../src/modules/account-imports/index.ts';
 import { findSupplierByCode } from '../../src/modules/admin/index.ts';
 import { accountPayload } from './payloads.ts';
 import { call, type Tenant, type TestApp } from './test-app.ts';
@@ -108,4 +109,22 @@ export async function twoLooks(t: TestApp, jobId: string): Promise<void> {
   };
   const before = await looks();
   await waitUntil(async () => (await looks()) >= before + 2, `two looks at job ${jobId}`, 30_000);
+}
+
+/**
+ * Holds the account lock of `ext` as a create running on another instance would; answers its release.
+ * On PostgreSQL from a session of its own (a lock taken through the pool could be released from
+ * another of its connections, and stay held); PGlite has one session, which the app shares.
+ */
+export async function holdCreate(t: TestApp, supplier: string, ext: string): Promise<() => Promise<void>> {
+  const row = await t.store.db.selectFrom('account_imports').select('id')
+    .where('supplier_id', '=', await supplierIdOf(t, supplier)).where('external_account_number', '=', ext).executeTakeFirstOrThrow();
+  const key = accountLockKey(Number(row.id));
+  if (onPostgres) {
+    const session = await pgSession(t.config.databaseUrl);
+    await session.query('SELECT pg_advisory_lock($1::int8)', [key]);
+    return async () => { await session.end(); };
+  }
+  await sql`SELECT pg_advisory_lock(${key}::int8)`.execute(t.store.db);
+  return async () => { await sql`SELECT pg_advisory_unlock(${key}::int8)`.execute(t.store.db); };
 }

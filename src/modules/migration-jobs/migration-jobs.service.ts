@@ -122,8 +122,9 @@ function rateWindowMinutes(row: repo.JobRow): number {
 
 /** The job as D11 shows it: counts, errors by code, rate and ETA from the records' indexes. */
 export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
-  const [counts, errors, recent, warned] = [await repo.countsOf(db, row.id), await repo.errorsByCode(db, row.id),
-    await repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES), await repo.countWithWarnings(db, row.id)];
+  // Four independent reads, sent together (on PostgreSQL, over as many connections of the pool).
+  const [counts, errors, recent, warned] = await Promise.all([repo.countsOf(db, row.id), repo.errorsByCode(db, row.id),
+    repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES), repo.countWithWarnings(db, row.id)]);
   const perMinute = Math.round((recent / rateWindowMinutes(row)) * 10) / 10;
   const left = counts.pending + counts.running;
   const active = isActive(row.state);

@@ -12,20 +12,21 @@ import {
 import { utcSeconds } from '../../schemas/datetime.ts';
 
 // GET stats/<supplier>/ (D14). Read without a transaction: the figures are a dashboard's, each query
-// consistent in itself; a count moving between two of them is the next refresh's business.
+// consistent in itself; a count moving between two of them is the next refresh's business. The
+// queries are independent, so they are sent together: on PostgreSQL each takes a connection of the
+// pool and the answer waits for the slowest, not for their sum (with a job running on 2 cores, each
+// round trip waits its turn for a core); PGlite's one session runs them one after another as before.
 
 export async function supplierStats(db: Kysely<Database>, caller: Caller, code: string): Promise<SupplierStats> {
   const supplier = await requireSupplier(db, caller, code);
-  const counts = await repo.stateCounts(db, supplier.id);
-  const inProgress = await repo.createsInProgress(db, supplier.id);
-  const rejected = await repo.rejectedJobRecords(db, supplier.id);
-  const hours = await repo.createdPerHour(db, supplier.id, HOURS_SHOWN);
-  const groups = await repo.errorGroups(db, supplier.id, MAX_ERROR_GROUPS, MAX_GROUP_EXAMPLES);
-  const jobs: Job[] = [];
-  for (const id of await repo.unfinishedJobIds(db, supplier.id)) {
-    const row = await findJob(db, id);
-    if (row) jobs.push(await jobView(db, row));
-  }
+  const [counts, inProgress, rejected, hours, groups, jobs] = await Promise.all([
+    repo.stateCounts(db, supplier.id),
+    repo.createsInProgress(db, supplier.id),
+    repo.rejectedJobRecords(db, supplier.id),
+    repo.createdPerHour(db, supplier.id, HOURS_SHOWN),
+    repo.errorGroups(db, supplier.id, MAX_ERROR_GROUPS, MAX_GROUP_EXAMPLES),
+    unfinishedJobs(db, supplier.id),
+  ]);
   return {
     import_supplier: supplier.code,
     status: supplier.status,
@@ -34,6 +35,12 @@ export async function supplierStats(db: Kysely<Database>, caller: Caller, code: 
     errors_by_code: groups.map((g) => ({ code: g.code, attr: g.attr === '' ? null : g.attr, count: g.n, examples: g.examples })),
     jobs,
   };
+}
+
+/** The supplier's jobs not completed or cancelled, newest first, as GET migration-jobs/<id>/ shows them. */
+async function unfinishedJobs(db: Kysely<Database>, supplierId: number): Promise<Job[]> {
+  const rows = await Promise.all((await repo.unfinishedJobIds(db, supplierId)).map((id) => findJob(db, id)));
+  return Promise.all(rows.filter((row) => row !== undefined).map((row) => jobView(db, row)));
 }
 
 const hourLabel = (hoursSinceEpoch: number): string => `${new Date(hoursSinceEpoch * 3_600_000).toISOString().slice(0, 13)}:00:00Z`;
