@@ -13,6 +13,7 @@ const skip = url ? false : 'needs PostgreSQL: set DATABASE_URL (a kill -9 of a s
 const ROUNDS = 3;
 const ACCOUNTS_PER_ROUND = 24;
 const APP = `faults-kill-${process.pid}`;
+type Answer = Awaited<ReturnType<typeof request>>;
 
 describe('kill -9 in the middle of creates', { skip }, () => {
   const servers: ServerProcess[] = [];
@@ -49,10 +50,10 @@ describe('kill -9 in the middle of creates', { skip }, () => {
       // apart and taking the hold once enough were committed missed, on a slow machine, every create
       // of a round: a fresh instance answered its first creates late and the rest all at once.)
       const committedBefore = (round - 1) * 5;
-      const before: Array<Awaited<ReturnType<typeof create>>> = [];
+      const before: Answer[] = [];
       for (const ext of exts.slice(0, committedBefore)) before.push(await create(ext));
       const holder = await pgSession(url);
-      let cutOff: Array<Awaited<ReturnType<typeof create>>>;
+      let cutOff: Answer[];
       try {
         await holder.query('BEGIN');
         await holder.query('LOCK TABLE accounts IN SHARE MODE');

@@ -60,7 +60,7 @@ describe('migration_record.failed', () => {
     // another file's transaction can hold the rule failure back while the good record's events are
     // already shown: wait for the failures themselves, not for any two events.
     const failures = async () => (await eventsOf(t, tenant, 1)).filter((e) => e.type === 'migration_record.failed');
-    let events = await failures();
+    let events: any[] = [];
     await waitUntil(async () => (events = await failures()).length >= 2, 'both failures are in the feed', 30_000);
     assert.equal(events.length, 2, JSON.stringify(events));
     const rule = events[1];
