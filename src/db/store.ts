@@ -4,7 +4,7 @@ import pg from 'pg';
 import { prepareMarkedStatements } from './server-prepared.ts';
 import { readSliced, type SliceRead } from './sliced-read.ts';
 import { listenPostgres, type ChannelHandlers, type Unlisten } from './listener.ts';
-import { PGliteDialect } from './pglite-dialect.ts';
+import { inBackground, PGliteDialect } from './pglite-dialect.ts';
 import type { Database } from './schema.ts';
 import { typeParsers } from './type-parsers.ts';
 
@@ -32,6 +32,12 @@ export interface Store {
    * most half the pool; past that, and on PGlite, one after another in one transaction.
    */
   readInSlices<T>(slices: number, read: SliceRead<T>): Promise<T[]>;
+  /**
+   * Runs work that no one is waiting on (the job queue's handlers). On PGlite, whose one session is
+   * taken in turns, its turns come after those of requests waiting meanwhile (pglite-dialect.ts); on
+   * PostgreSQL each has a connection of its own and nothing changes.
+   */
+  background<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -116,6 +122,7 @@ async function openPostgres(url: string, poolSize: number, limits: SessionLimits
       }
     },
     listen: (channel, handlers) => listenPostgres(url, channel, handlers, limits.keepAliveInitialDelayMs),
+    background: (work) => work(),
     close: () => db.destroy(),
   };
 }
@@ -135,6 +142,7 @@ async function openPGlite(dataDir: string, initialData: Blob | undefined): Promi
     kind: 'pglite',
     db,
     readInSlices: (slices, read) => readSliced(db, slices, false, read),
+    background: inBackground,
     // Through Kysely's connection so the script waits its turn on PGlite's one session.
     async withSession(work) {
       return db.connection().execute(() => work(pgliteScript(client)));

@@ -280,7 +280,7 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       const run = async (job: Fetched<T>) => {
         held(name, 1);
         try {
-          await handler({ id: job.id, data: job.data, retryCount: job.retryCount, retryLimit: job.retryLimit });
+          await store.background(() => handler({ id: job.id, data: job.data, retryCount: job.retryCount, retryLimit: job.retryLimit }));
         } finally {
           held(name, -1);
         }
@@ -317,7 +317,7 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       await startWorkers(concurrency, size, pollingIntervalSeconds, dataOnly, async (jobs) => {
         held(name, jobs.length);
         try {
-          await handler(jobs.map((job) => job.data));
+          await store.background(() => handler(jobs.map((job) => job.data)));
         } finally {
           held(name, -jobs.length);
         }
