@@ -7,7 +7,7 @@ export { accountDataRoutes } from './account-data.routes.ts';
 export { AccountData, type SupplyPoint, validateAccountData } from './account-data.schemas.ts';
 export { DocumentPath, Note } from './note.schemas.ts';
 export { phoneParseDirect, phonePatternsCompiledOnce } from './phone-library.ts';
-export { withNormalisedPostcodes } from './postcodes.ts';
+export { withNormalisedPostcodes } from './stored-postcodes.ts';
 export {
   COVER_MATERIALS, ENERGIZATION_STATUSES, METER_BASES, METER_PHASES, METER_STATUSES, REGISTER_TYPES, SUPPLY_TYPES,
 } from './supply-points.schemas.ts';

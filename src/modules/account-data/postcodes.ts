@@ -1,6 +1,5 @@
 import { isValid as isUkPostcode, toNormalised as normaliseUkPostcode } from 'postcode';
 import { postcodeValidator, postcodeValidatorExistsForCountry } from 'postcode-validator';
-import type { AccountData } from './account-data.schemas.ts';
 
 // Postcodes: a GB postcode must be a real UK postcode format (the `postcode` library, which knows the
 // outward and inward code shapes, including that "SW1A" and "M1" are areas and "PC1" is not) and is
@@ -17,24 +16,6 @@ export function postcodeProblem(value: string, country: string): string | null {
   return `"${value}" is not a valid postcode for ${country}.`;
 }
 
-const normalised = (value: string, country: string): string =>
+/** A postcode in its stored form: a GB one normalised, any other as sent. */
+export const normalisedPostcode = (value: string, country: string): string =>
   country === 'GB' ? normaliseUkPostcode(value) ?? value : value;
-
-/**
- * The account data with its postcodes in their stored form (only GB ones change). The data has
- * passed validation; the same object is answered when nothing changes.
- */
-export function withNormalisedPostcodes(data: AccountData): AccountData {
-  const country = data.billing_address.country;
-  if (country !== 'GB') return data;
-  const billing = normalised(data.billing_address.postal_code, country);
-  let changed = billing !== data.billing_address.postal_code;
-  const addresses = data.supply_addresses.map((address) => {
-    const postcode = normalised(address.supply_postcode, country);
-    if (postcode === address.supply_postcode) return address;
-    changed = true;
-    return { ...address, supply_postcode: postcode };
-  });
-  if (!changed) return data;
-  return { ...data, billing_address: { ...data.billing_address, postal_code: billing }, supply_addresses: addresses };
-}
