@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { openStore, type Store } from '../../src/db/store.ts';
+import { createJobQueue } from '../../src/queue/queue.ts';
+import { waitUntil } from '../support/imports.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
 
 // PGlite has one session, handed out in turns (src/db/pglite-dialect.ts): requests before the job
@@ -61,6 +63,39 @@ describe('PGlite\'s one session in turns: requests before background work', { sk
     hold.open();
     await Promise.all([holding, ...queued, request]);
     assert.ok(order.indexOf('request') <= 1, `the request came after ${order.indexOf('request')} background turns: ${order.join(', ')}`);
+  });
+
+  test('a job queue handler\'s statements wait in the background lane', async () => {
+    const queue = createJobQueue(store);
+    await queue.start();
+    try {
+      await queue.define('turns_probe');
+      const order: string[] = [];
+      const held = gate();
+      let handling = false;
+      await queue.work('turns_probe', { concurrency: 1, pollingIntervalSeconds: 0.5 }, async () => {
+        handling = true;
+        await held.opened;
+        await sql`SELECT 1`.execute(store.db);
+        order.push('job');
+      });
+      await queue.send('turns_probe', {});
+      await waitUntil(async () => handling, 'the job to start');
+      // A background turn holds the session; the job's statement, then a request's, queue behind it.
+      const hold = gate();
+      const holding = store.background(() => holdSession(hold.opened));
+      await pause(20);
+      held.open();
+      await pause(20);
+      const request = sql`SELECT 1`.execute(store.db).then(() => order.push('request'));
+      await pause(20);
+      hold.open();
+      await Promise.all([holding, request]);
+      await waitUntil(async () => order.length === 2, 'the job to end');
+      assert.deepEqual(order, ['request', 'job']);
+    } finally {
+      await queue.stop();
+    }
   });
 
   test('requests one after another do not stop the background work: it has a turn within a short window', async () => {
