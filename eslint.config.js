@@ -1,7 +1,7 @@
 // ESLint (flat config) with typescript-eslint. `npm run lint` runs it, then knip (unused files,
 // exports and dependencies). Beside the recommended rules it enforces what review would otherwise
 // have to catch: no unused code, no promise left unawaited or passed where a callback is expected,
-// and the direction of imports described in docs/architecture.md.
+// and the direction of imports described in docs/code-map.md.
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
