@@ -118,6 +118,8 @@ export interface MigrationJobsTable {
   paused: Generated<boolean>; max_records_per_minute: number | null; throttle_tokens: number | null; throttle_at: Date | null;
   /** What a record whose account is already imported with other data does: warn or fail (migration 020). */
   on_drift: Generated<string>;
+  /** A job's counts, failures by code and records with warnings, kept when it ends (migration 025). */
+  final_figures: Json<unknown> | null;
 }
 export interface MigrationJobRecordsTable {
   job_id: string; line: number; external_account_number: string | null; record: Json<unknown> | null;

@@ -565,6 +565,31 @@ describe('the end of a job', () => {
     const ended = await finished(tenant, job.id, 'completed', 10_000);
     assert.deepEqual(ended.counts, { ...ZERO, total: 2, succeeded: 2 });
   });
+
+  // A job that has ended shows the figures kept when it ended, so a list of big finished jobs does
+  // not count their records on every refresh; a retry counts them again.
+  test('an ended job shows the figures kept at its end, in its view and the list; a retry counts its records again', async () => {
+    const tenant = await createTenant(t);
+    const badPhone = accountPayload(tenant.supplier);
+    badPhone.customers[0]!.mobile = '12';
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier) }, { account: badPhone }]);
+    await action(tenant, job.id, 'start');
+    const ended = await finished(tenant, job.id);
+    const figures = { counts: { ...ZERO, total: 2, succeeded: 1, failed: 1 }, errors_by_code: [{ code: 'invalid_phone_number', count: 1 }], records_with_warnings: 0 };
+    assert.deepEqual({ counts: ended.counts, errors_by_code: ended.errors_by_code, records_with_warnings: ended.records_with_warnings }, figures);
+    // The records change behind the job's back (no endpoint can do this to an ended job): its view
+    // and the list still show what it ended with.
+    await sql`UPDATE migration_job_records SET outcome = 'succeeded', step = NULL, errors = '[]' WHERE job_id = ${job.id}::uuid AND outcome = 'failed'`.execute(db);
+    const view = await getJob(tenant, job.id);
+    assert.deepEqual({ counts: view.counts, errors_by_code: view.errors_by_code, records_with_warnings: view.records_with_warnings }, figures);
+    const list = await call(t.app, 'GET', `${BASE}?import_supplier=${tenant.supplier}`, { token: tenant.token });
+    assert.deepEqual(list.json.map((j: any) => [j.id, j.counts]), [[job.id, figures.counts]]);
+    // A retry forgets them: the job runs again (nothing is left to retry) and ends with what its records hold now.
+    assert.equal((await action(tenant, job.id, 'retry')).status, 200);
+    const again = await finished(tenant, job.id);
+    assert.deepEqual([again.counts, again.errors_by_code], [{ ...ZERO, total: 2, succeeded: 2 }, []]);
+  });
 });
 
 describe('two jobs at once', () => {

@@ -3,10 +3,9 @@
 // dispatcher's queue name, the chart bucket rule and the NDJSON line splitter, each checked alone.
 export { SQL_FINISHED_JOB_STATES } from './job-states.ts';
 export { JOB } from './migration-jobs.examples.ts';
-export { findJob } from './migration-jobs.repository.ts';
 export { migrationJobsRoutes } from './migration-jobs.routes.ts';
 export { Job, RECORD_OUTCOMES, type RecordOutcome } from './migration-jobs.schemas.ts';
-export { jobView } from './migration-jobs.service.ts';
+export { unfinishedJobViews } from './migration-jobs.service.ts';
 export { CHURNED_TABLES as MIGRATION_CHURNED_TABLES, defineMigrationQueues, DISPATCH_QUEUE } from './job-queues.ts';
 export { startMigrationWorkers } from './migration-jobs.worker.ts';
 export { jobViewsRoutes } from './job-views.routes.ts';

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, Supplier } from '../../db/schema.ts';
 import { SERVER_PREPARED } from '../../db/server-prepared.ts';
 import type { JobCounts, OnDrift, RecordError, RecordOutcome, RecordStep, RecordWarning } from './migration-jobs.schemas.ts';
-import { SQL_ACTIVE_JOB_STATES, SQL_WAITING_JOB_STATES, type StoredJobState } from './job-states.ts';
+import { SQL_ACTIVE_JOB_STATES, SQL_FINISHED_JOB_STATES, SQL_WAITING_JOB_STATES, type StoredJobState } from './job-states.ts';
 
 // Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
 // uploaded line; counts are answered from the (job_id, outcome) index.
@@ -29,11 +29,21 @@ export interface JobRow {
   /** Paused by its own control (pause/), not by its supplier. */
   paused: boolean;
   max_records_per_minute: number | null;
+  /** Kept when the job ended (endJob), cleared by a retry; null while it runs, or if it ended before they were kept. */
+  final_figures: JobFigures | null;
+}
+
+/** What a job's view counts from its records. */
+export interface JobFigures {
+  counts: JobCounts;
+  errors_by_code: Array<{ code: string; count: number }>;
+  records_with_warnings: number;
 }
 
 const JOB_COLUMNS = sql`j.id::text AS id, j.supplier_id, s.code AS supplier_code, s.status AS supplier_status,
   s.organisation_id, j.operations_team_id, t.name AS operations_team_name, j.dry_run, j.on_drift, j.state, j.cancel_requested,
-  j.not_before, j.not_after, j.total_lines, j.created_at, j.started_at, j.finished_at, j.paused, j.max_records_per_minute`;
+  j.not_before, j.not_after, j.total_lines, j.created_at, j.started_at, j.finished_at, j.paused, j.max_records_per_minute,
+  j.final_figures`;
 const JOB_FROM = sql`migration_jobs j JOIN import_suppliers s ON s.id = j.supplier_id JOIN operations_teams t ON t.id = j.operations_team_id`;
 
 export async function insertJob(db: Db, job: {
@@ -67,18 +77,31 @@ export async function listJobs(db: Db, supplierId: number, limit: number, after?
   return rows;
 }
 
+/** The supplier's jobs not completed or cancelled, newest first. */
+export async function unfinishedJobs(db: Db, supplierId: number): Promise<JobRow[]> {
+  const { rows } = await sql<JobRow>`SELECT ${JOB_COLUMNS} FROM ${JOB_FROM}
+    WHERE j.supplier_id = ${supplierId} AND j.state NOT IN (${SQL_FINISHED_JOB_STATES})
+    ORDER BY j.created_at DESC, j.id DESC`.execute(db);
+  return rows;
+}
+
 export async function updateJob(db: Db, id: string, changes: {
-  state?: StoredJobState; cancelRequested?: boolean; startedNow?: boolean; finishedNow?: boolean; clearFinished?: boolean;
-  paused?: boolean;
+  state?: StoredJobState; cancelRequested?: boolean; startedNow?: boolean; clearFinished?: boolean; paused?: boolean;
 }): Promise<void> {
-  // A job that ends is no longer paused: a retry runs it.
   await sql`UPDATE migration_jobs SET
       state = COALESCE(${changes.state ?? null}::text, state),
       cancel_requested = COALESCE(${changes.cancelRequested ?? null}::boolean, cancel_requested),
-      paused = CASE WHEN ${changes.finishedNow === true} THEN false ELSE COALESCE(${changes.paused ?? null}::boolean, paused) END,
+      paused = COALESCE(${changes.paused ?? null}::boolean, paused),
       started_at = CASE WHEN ${changes.startedNow === true} THEN COALESCE(started_at, now()) ELSE started_at END,
-      finished_at = CASE WHEN ${changes.finishedNow === true} THEN now() WHEN ${changes.clearFinished === true} THEN NULL ELSE finished_at END
+      finished_at = CASE WHEN ${changes.clearFinished === true} THEN NULL ELSE finished_at END,
+      final_figures = CASE WHEN ${changes.clearFinished === true} THEN NULL ELSE final_figures END
     WHERE id = ${id}::uuid`.execute(db);
+}
+
+/** The job ends (completed or cancelled) with the figures its records give now. A job that ends is no longer paused: a retry runs it. */
+export async function markEnded(trx: Transaction<Database>, id: string, state: 'completed' | 'cancelled', figures: JobFigures): Promise<void> {
+  await sql`UPDATE migration_jobs SET state = ${state}, paused = false, finished_at = now(), final_figures = ${JSON.stringify(figures)}::jsonb
+    WHERE id = ${id}::uuid`.execute(trx);
 }
 
 /** A new throttle (or none) starts with a fresh bucket. */

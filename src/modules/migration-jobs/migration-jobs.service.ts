@@ -20,7 +20,7 @@ import {
 import { ndjsonLines, UploadLimitExceeded } from './ndjson-lines.ts';
 import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
-import { recordJobEnded } from './job-events.ts';
+import { endJob, jobFigures } from './job-end.ts';
 import { requestDispatch } from './job-queues.ts';
 import { parseLine, type ParsedLine } from './record-line.ts';
 import { isActive, isFinished } from './job-states.ts';
@@ -90,8 +90,7 @@ export async function listJobs(db: Db, caller: Caller, query: ListJobsQuery): Pr
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const rows = await repo.listJobs(db, supplier.id, size + 1, after);
   const page = rows.slice(0, size);
-  const jobs = [];
-  for (const row of page) jobs.push(await jobView(db, row));
+  const jobs = await Promise.all(page.map((row) => jobView(db, row)));
   const last = page[page.length - 1];
   const nextCursor = rows.length > size && last ? encodeCursor(last) : null;
   return { jobs, nextCursor };
@@ -120,11 +119,18 @@ function rateWindowMinutes(row: repo.JobRow): number {
   return Math.min(RATE_WINDOW_MINUTES, Math.max(MIN_RATE_WINDOW_MINUTES, (Date.now() - began) / 60_000));
 }
 
+/** The supplier's jobs not completed or cancelled, newest first, as GET migration-jobs/<id>/ shows them. */
+export async function unfinishedJobViews(db: Db, supplierId: number): Promise<Job[]> {
+  return Promise.all((await repo.unfinishedJobs(db, supplierId)).map((row) => jobView(db, row)));
+}
+
 /** The job as D11 shows it: counts, errors by code, rate and ETA from the records' indexes. */
 export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
-  // Four independent reads, sent together (on PostgreSQL, over as many connections of the pool).
-  const [counts, errors, recent, warned] = await Promise.all([repo.countsOf(db, row.id), repo.errorsByCode(db, row.id),
-    repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES), repo.countWithWarnings(db, row.id)]);
+  // A job that has ended shows the figures kept when it ended; one still going counts its records.
+  // The reads are independent and sent together (on PostgreSQL, over as many connections of the pool).
+  const [figures, recent] = await Promise.all([row.final_figures ?? jobFigures(db, row.id),
+    mayHaveFinishedRecently(row) ? repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES) : 0]);
+  const { counts, errors_by_code: errors, records_with_warnings: warned } = figures;
   const perMinute = Math.round((recent / rateWindowMinutes(row)) * 10) / 10;
   const left = counts.pending + counts.running;
   const active = isActive(row.state);
@@ -148,6 +154,14 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
     records_per_minute: perMinute,
     eta_seconds: active && left > 0 && perMinute > 0 ? Math.ceil((left / perMinute) * 60) : null,
   };
+}
+
+/**
+ * Whether any record of the job may have finished within the rate's window: not when the job ended
+ * before it (its records finish before it does), with a minute to spare for the store's clock.
+ */
+function mayHaveFinishedRecently(row: repo.JobRow): boolean {
+  return row.finished_at === null || Date.now() - row.finished_at.getTime() < (RATE_WINDOW_MINUTES + 1) * 60_000;
 }
 
 /** `paused` is the job's own pause, or its supplier's, showing through a job that would otherwise run. */
@@ -329,8 +343,8 @@ export async function cancelJob(deps: JobsDeps, caller: Caller, id: string): Pro
     await repo.cancelPending(trx, job.id, []);
     const { running } = await repo.hasUnfinished(trx, job.id);
     // Records already running finish; the last one to finish makes the job cancelled.
-    await repo.updateJob(trx, job.id, running ? { cancelRequested: true } : { state: 'cancelled', cancelRequested: true, finishedNow: true });
-    if (!running) await recordJobEnded(deps.events, trx, job, 'cancelled');
+    await repo.updateJob(trx, job.id, { cancelRequested: true });
+    if (!running) await endJob(deps.events, trx, job, 'cancelled');
   });
   return getJob(deps.db, caller, id);
 }

@@ -9,7 +9,7 @@ import { finishFailedRecord } from './record-failed-event.ts';
 import { runRecord, type PipelineDeps, type RecordSteps } from './record-pipeline.ts';
 import { runChunk } from './record-chunk.ts';
 import { isActive } from './job-states.ts';
-import { recordJobEnded } from './job-events.ts';
+import { endJob } from './job-end.ts';
 import {
   DISPATCH_QUEUE, RECORD_DEAD_QUEUE, RECORD_QUEUE, WINDOW_QUEUE, defineMigrationQueues, recordPolicy, sendDispatch,
   type JobsWorkerConfig, type RecordJobData,
@@ -213,9 +213,7 @@ export async function finishIfDone({ db, events }: JobStore, jobId: string): Pro
     if (!job || !isActive(job.state)) return true;
     const left = await repo.hasUnfinished(trx, jobId);
     if (left.pending || left.running) return false;
-    const how = job.cancel_requested ? 'cancelled' : 'completed';
-    await repo.updateJob(trx, jobId, { state: how, finishedNow: true });
-    await recordJobEnded(events, trx, job, how);
+    await endJob(events, trx, job, job.cancel_requested ? 'cancelled' : 'completed');
     return true;
   });
 }

@@ -128,13 +128,6 @@ export async function deliveriesLastHour(db: Db): Promise<Array<{ result: (typeo
 }
 
 /** The supplier's jobs not completed or cancelled, newest first (migration_jobs_supplier_idx). */
-export async function unfinishedJobIds(db: Db, supplierId: number): Promise<string[]> {
-  const { rows } = await sql<{ id: string }>`SELECT id::text AS id FROM migration_jobs
-    WHERE supplier_id = ${supplierId} AND state NOT IN (${SQL_FINISHED_JOB_STATES})
-    ORDER BY created_at DESC, id DESC`.execute(db);
-  return rows.map((row) => row.id);
-}
-
 /** The organisation's suppliers (the dashboard's picker); import_suppliers holds a few per organisation. */
 export async function organisationSuppliers(db: Db, organisationId: number): Promise<Array<{ code: string; status: 'ongoing' | 'paused' | 'complete' }>> {
   return db.selectFrom('import_suppliers').select(['code', 'status'])

@@ -2,9 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Caller } from '../../core/caller.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Database } from '../../db/schema.ts';
-import { findJob } from '../migration-jobs/index.ts';
-import { jobView } from '../migration-jobs/index.ts';
-import type { Job } from '../migration-jobs/index.ts';
+import { unfinishedJobViews } from '../migration-jobs/index.ts';
 import * as repo from './stats.repository.ts';
 import {
   HOURS_SHOWN, MAX_ATTEMPTS_SHOWN, MAX_ERROR_GROUPS, MAX_GROUP_EXAMPLES, type AccountAttempts, type SupplierStats, type SupplierSummaryList,
@@ -25,7 +23,7 @@ export async function supplierStats(db: Kysely<Database>, caller: Caller, code: 
     repo.rejectedJobRecords(db, supplier.id),
     repo.createdPerHour(db, supplier.id, HOURS_SHOWN),
     repo.errorGroups(db, supplier.id, MAX_ERROR_GROUPS, MAX_GROUP_EXAMPLES),
-    unfinishedJobs(db, supplier.id),
+    unfinishedJobViews(db, supplier.id),
   ]);
   return {
     import_supplier: supplier.code,
@@ -35,12 +33,6 @@ export async function supplierStats(db: Kysely<Database>, caller: Caller, code: 
     errors_by_code: groups.map((g) => ({ code: g.code, attr: g.attr === '' ? null : g.attr, count: g.n, examples: g.examples })),
     jobs,
   };
-}
-
-/** The supplier's jobs not completed or cancelled, newest first, as GET migration-jobs/<id>/ shows them. */
-async function unfinishedJobs(db: Kysely<Database>, supplierId: number): Promise<Job[]> {
-  const rows = await Promise.all((await repo.unfinishedJobIds(db, supplierId)).map((id) => findJob(db, id)));
-  return Promise.all(rows.filter((row) => row !== undefined).map((row) => jobView(db, row)));
 }
 
 const hourLabel = (hoursSinceEpoch: number): string => `${new Date(hoursSinceEpoch * 3_600_000).toISOString().slice(0, 13)}:00:00Z`;
