@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { openStore, type Store } from '../../src/db/store.ts';
-import { createJobQueue } from '../../src/queue/queue.ts';
+import { createJobQueue, type JobQueue } from '../../src/queue/queue.ts';
 import { waitUntil } from '../support/imports.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
 
@@ -65,38 +65,48 @@ describe('PGlite\'s one session in turns: requests before background work', { sk
     assert.ok(order.indexOf('request') <= 1, `the request came after ${order.indexOf('request')} background turns: ${order.join(', ')}`);
   });
 
-  test('a job queue handler\'s statements wait in the background lane', async () => {
-    const queue = createJobQueue(store);
-    await queue.start();
-    try {
-      await queue.define('turns_probe');
-      const order: string[] = [];
-      const held = gate();
-      let handling = false;
-      await queue.work('turns_probe', { concurrency: 1, pollingIntervalSeconds: 0.5 }, async () => {
-        handling = true;
-        await held.opened;
-        await sql`SELECT 1`.execute(store.db);
-        order.push('job');
-      });
-      await queue.send('turns_probe', {});
-      await waitUntil(async () => handling, 'the job to start');
-      // A background turn holds the session; the job's statement, then a request's, queue behind it.
-      const hold = gate();
-      const holding = store.background(() => holdSession(hold.opened));
-      await pause(20);
-      held.open();
-      await pause(20);
-      const request = sql`SELECT 1`.execute(store.db).then(() => order.push('request'));
-      await pause(20);
-      hold.open();
-      await Promise.all([holding, request]);
-      await waitUntil(async () => order.length === 2, 'the job to end');
-      assert.deepEqual(order, ['request', 'job']);
-    } finally {
-      await queue.stop();
-    }
-  });
+  // The queue's three ways to run a handler: a job a call, a job a call shared between owners (the
+  // migration records), a fetched batch a call (webhook deliveries).
+  const starters: Array<[string, (queue: JobQueue, name: string, handle: () => Promise<void>) => Promise<unknown>]> = [
+    ['work', (queue, name, handle) => queue.work(name, { concurrency: 1, pollingIntervalSeconds: 0.5 }, handle)],
+    ['work shared between owners', (queue, name, handle) => queue.work(name, { concurrency: 2, pollingIntervalSeconds: 0.5, shareBy: 'org' }, handle)],
+    ['workBatches', (queue, name, handle) => queue.workBatches(name, { concurrency: 1, pollingIntervalSeconds: 0.5, batchSize: 1 }, handle)],
+  ];
+  for (const [how, start] of starters) {
+    test(`a job queue handler's statements wait in the background lane (${how})`, async () => {
+      const queue = createJobQueue(store);
+      await queue.start();
+      try {
+        const name = `turns_probe_${how.replace(/\W+/g, '_')}`;
+        await queue.define(name);
+        const order: string[] = [];
+        const held = gate();
+        let handling = false;
+        await start(queue, name, async () => {
+          handling = true;
+          await held.opened;
+          await sql`SELECT 1`.execute(store.db);
+          order.push('job');
+        });
+        await queue.send(name, { org: 1 });
+        await waitUntil(async () => handling, 'the job to start');
+        // A background turn holds the session; the job's statement, then a request's, queue behind it.
+        const hold = gate();
+        const holding = store.background(() => holdSession(hold.opened));
+        await pause(20);
+        held.open();
+        await pause(20);
+        const request = sql`SELECT 1`.execute(store.db).then(() => order.push('request'));
+        await pause(20);
+        hold.open();
+        await Promise.all([holding, request]);
+        await waitUntil(async () => order.length === 2, 'the job to end');
+        assert.deepEqual(order, ['request', 'job']);
+      } finally {
+        await queue.stop();
+      }
+    });
+  }
 
   test('requests one after another do not stop the background work: it has a turn within a short window', async () => {
     const hold = gate();
