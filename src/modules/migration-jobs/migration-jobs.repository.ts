@@ -5,7 +5,8 @@ import type { JobCounts, OnDrift, RecordError, RecordOutcome, RecordStep, Record
 import { SQL_ACTIVE_JOB_STATES, SQL_FINISHED_JOB_STATES, SQL_WAITING_JOB_STATES, type StoredJobState } from './job-states.ts';
 
 // Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
-// uploaded line; counts are answered from the (job_id, outcome) index.
+// uploaded line; a job's counts are answered from the (job_id, outcome) index until it ends, then
+// from the figures kept on its row (migration 025).
 type Db = Kysely<Database> | Transaction<Database>;
 
 export interface JobRow {

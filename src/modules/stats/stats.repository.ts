@@ -127,7 +127,6 @@ export async function deliveriesLastHour(db: Db): Promise<Array<{ result: (typeo
   return rows;
 }
 
-/** The supplier's jobs not completed or cancelled, newest first (migration_jobs_supplier_idx). */
 /** The organisation's suppliers (the dashboard's picker); import_suppliers holds a few per organisation. */
 export async function organisationSuppliers(db: Db, organisationId: number): Promise<Array<{ code: string; status: 'ongoing' | 'paused' | 'complete' }>> {
   return db.selectFrom('import_suppliers').select(['code', 'status'])
