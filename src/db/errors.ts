@@ -7,8 +7,13 @@ const SQLSTATE = {
   uniqueViolation: '23505',
   /** Text the store cannot keep: NUL in text (22021 character_not_in_repertoire), unpaired surrogates in jsonb (22P05), nesting past jsonb's depth (54001). */
   unstorableInput: ['22021', '22P05', '54001'],
-  /** The server went away: admin_shutdown, crash_shutdown, cannot_connect_now, and the connection_exception class. */
-  unavailable: ['57P01', '57P02', '57P03', '08000', '08003', '08006'],
+  /**
+   * The server went away, or ended this session: admin_shutdown, crash_shutdown, cannot_connect_now,
+   * the connection_exception class, and the session timeouts (idle_in_transaction_session_timeout,
+   * 25P03: a process frozen inside a transaction reads it as the answer to its next statement;
+   * idle_session_timeout, 57P05). The session's transaction was rolled back with it.
+   */
+  unavailable: ['57P01', '57P02', '57P03', '08000', '08003', '08006', '25P03', '57P05'],
   /** The server rolled the transaction back to let another go on: deadlock_detected, serialization_failure. */
   conflict: ['40P01', '40001'],
 } as const;

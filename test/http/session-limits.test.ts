@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
+import { isStoreUnavailable } from '../../src/db/errors.ts';
 import { openStore } from '../../src/db/store.ts';
 import { PG_ONLY } from '../support/imports.ts';
 
@@ -33,5 +35,22 @@ describe('PostgreSQL session limits', { skip: PG_ONLY }, () => {
     const free = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${key}::int8) AS locked`.execute(other.db);
     assert.equal(free.rows[0]!.locked, true, 'the lock was released with the session');
     assert.ok(Date.now() - started < 5_000);
+  });
+
+  // A frozen process (SIGSTOP) does not read its socket: when it resumes, it sends its next
+  // statement before reading the server's goodbye, which then arrives as that statement's error,
+  // with the SQLSTATE of the timeout. It must be answered as a lost store (503, retried), not as an
+  // unexpected error (500): the transaction was rolled back with the session.
+  test('the statement a frozen process sends when it resumes fails as a lost store', async () => {
+    const client = new pg.Client({ connectionString: process.env.DATABASE_URL, options: '-c idle_in_transaction_session_timeout=300' });
+    client.on('error', () => {});
+    await client.connect();
+    after(() => client.end().catch(() => {}));
+    await client.query('BEGIN');
+    await client.query('SELECT 1');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 800); // the whole thread stopped, as by SIGSTOP
+    const error = await client.query('SELECT 2').then(() => null, (e: unknown) => e);
+    assert.equal((error as { code?: string } | null)?.code, '25P03', String(error));
+    assert.equal(isStoreUnavailable(error), true);
   });
 });
