@@ -90,7 +90,10 @@ export async function listJobs(db: Db, caller: Caller, query: ListJobsQuery): Pr
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const rows = await repo.listJobs(db, supplier.id, size + 1, after);
   const page = rows.slice(0, size);
-  const jobs = await Promise.all(page.map((row) => jobView(db, row)));
+  // One view after another: a page of up to 100 jobs still going, each counted by four reads sent
+  // together, must not take every connection of the pool from other requests at once.
+  const jobs = [];
+  for (const row of page) jobs.push(await jobView(db, row));
   const last = page[page.length - 1];
   const nextCursor = rows.length > size && last ? encodeCursor(last) : null;
   return { jobs, nextCursor };
