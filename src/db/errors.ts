@@ -11,9 +11,11 @@ const SQLSTATE = {
    * The server went away, or ended this session: admin_shutdown, crash_shutdown, cannot_connect_now,
    * the connection_exception class, and the session timeouts (idle_in_transaction_session_timeout,
    * 25P03: a process frozen inside a transaction reads it as the answer to its next statement;
-   * idle_session_timeout, 57P05). The session's transaction was rolled back with it.
+   * idle_session_timeout, 57P05). The session's transaction was rolled back with it. And no session
+   * to be had: too_many_connections (53300, the server's or the role's connection limit reached, as
+   * when more instances start than max_connections allows their pools).
    */
-  unavailable: ['57P01', '57P02', '57P03', '08000', '08003', '08006', '25P03', '57P05'],
+  unavailable: ['57P01', '57P02', '57P03', '08000', '08003', '08006', '25P03', '57P05', '53300'],
   /** The server rolled the transaction back to let another go on: deadlock_detected, serialization_failure. */
   conflict: ['40P01', '40001'],
 } as const;

@@ -21,8 +21,8 @@ describe('driver errors by SQLSTATE', () => {
       [true, true, true, false, false]);
   });
 
-  test('a lost store: server shutdown, connection and session timeout SQLSTATEs, socket codes, pg\'s code-less client failures', () => {
-    const codes = ['57P01', '57P02', '57P03', '08000', '08003', '08006', '25P03', '57P05', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT'];
+  test('a lost store: server shutdown, connection, session timeout and connection limit SQLSTATEs, socket codes, pg\'s code-less client failures', () => {
+    const codes = ['57P01', '57P02', '57P03', '08000', '08003', '08006', '25P03', '57P05', '53300', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT'];
     assert.deepEqual(codes.filter((code) => !isStoreUnavailable(withCode(code))), []);
     const codeless = ['Connection terminated unexpectedly', 'Connection terminated', 'timeout exceeded when trying to connect',
       'Client has encountered a connection error and is not queryable', 'Client was closed and is not queryable'];

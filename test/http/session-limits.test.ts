@@ -53,4 +53,25 @@ describe('PostgreSQL session limits', { skip: PG_ONLY }, () => {
     assert.equal((error as { code?: string } | null)?.code, '25P03', String(error));
     assert.equal(isStoreUnavailable(error), true);
   });
+
+  // More instances than the server's connections allow (or a role's CONNECTION LIMIT): a pool that
+  // cannot open a session is a store out of reach for now (503, retried), not an unexpected error.
+  test('a connection refused for the connection limit fails as a lost store', async () => {
+    const role = `limited_${process.pid}`;
+    const admin = await openStore({ databaseUrl: process.env.DATABASE_URL, poolSize: 1 });
+    await sql`CREATE ROLE ${sql.id(role)} LOGIN CONNECTION LIMIT 1`.execute(admin.db);
+    try {
+      const url = new URL(process.env.DATABASE_URL!);
+      url.username = role;
+      url.password = '';
+      const limited = await openStore({ databaseUrl: url.toString(), poolSize: 2 });
+      const results = await Promise.allSettled([1, 2].map(() => sql`SELECT pg_sleep(0.2)`.execute(limited.db)));
+      await limited.close().catch(() => {});
+      const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as { code?: string });
+      assert.deepEqual(refused.map((e) => [e.code, isStoreUnavailable(e)]), [['53300', true]]);
+    } finally {
+      await sql`DROP ROLE IF EXISTS ${sql.id(role)}`.execute(admin.db);
+      await admin.close();
+    }
+  });
 });
