@@ -296,16 +296,26 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
           if (jobs[0]) await run(jobs[0]);
           return;
         }
-        // pg-boss fails a whole batch when its handler throws: a job of a batch that fails is
-        // failed here on its own (retried or dead-lettered by its policy), and pg-boss then
-        // completes only the jobs still active.
+        // When the handler returns, pg-boss completes every job of the batch that is still active,
+        // without awaiting it; when it throws, it fails them. A job failed here, with a retry due at
+        // once, could be fetched again (by another worker, or by this one woken below) before that
+        // completion runs, and then be completed unrun. So the jobs that succeeded are completed
+        // here, and a batch with a failure throws: pg-boss fails the jobs still active, which are
+        // exactly the failed ones (each retried or dead-lettered by its policy), with the first
+        // failure's error.
+        const failures: unknown[] = [];
+        const succeeded: string[] = [];
         await Promise.all(jobs.map(async (job) => {
           try {
             await run(job);
+            succeeded.push(job.id);
           } catch (error) {
-            await boss.fail(name, job.id, error as object);
+            failures.push(error);
           }
         }));
+        if (failures.length === 0) return;
+        if (succeeded.length > 0) await boss.complete(name, succeeded);
+        throw failures[0];
       });
       return name;
     },
