@@ -47,7 +47,7 @@ export interface WorkOptions {
    * Jobs one fetch takes (default 1). They run at once, and `concurrency` stays the number of jobs in
    * hand: ceil(concurrency / batchSize) workers each fetch, run and complete a batch together, which
    * saves the queue's fetch and complete statements per job. Each job still succeeds or fails (and is
-   * retried) on its own.
+   * retried) on its own; the failed jobs of one batch are recorded with the first failure's error.
    */
   batchSize?: number;
   /**
