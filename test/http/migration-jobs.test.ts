@@ -578,6 +578,8 @@ describe('the end of a job', () => {
     const ended = await finished(tenant, job.id);
     const figures = { counts: { ...ZERO, total: 2, succeeded: 1, failed: 1 }, errors_by_code: [{ code: 'invalid_phone_number', count: 1 }], records_with_warnings: 0 };
     assert.deepEqual({ counts: ended.counts, errors_by_code: ended.errors_by_code, records_with_warnings: ended.records_with_warnings }, figures);
+    // Just ended, its records finished within the rate's window still give it a rate.
+    assert.ok(ended.records_per_minute > 0, `records_per_minute ${ended.records_per_minute}`);
     // The records change behind the job's back (no endpoint can do this to an ended job): its view
     // and the list still show what it ended with.
     await sql`UPDATE migration_job_records SET outcome = 'succeeded', step = NULL, errors = '[]' WHERE job_id = ${job.id}::uuid AND outcome = 'failed'`.execute(db);

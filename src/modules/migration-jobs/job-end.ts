@@ -1,9 +1,9 @@
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Events } from '../events/index.ts';
 import * as repo from './migration-jobs.repository.ts';
 
-type Db = Parameters<typeof repo.countsOf>[0];
+type Db = Kysely<Database> | Transaction<Database>;
 
 /** What a job's view shows of its records: counted from them (the three reads at once). */
 export async function jobFigures(db: Db, jobId: string): Promise<repo.JobFigures> {

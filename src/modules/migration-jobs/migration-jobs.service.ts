@@ -127,7 +127,7 @@ export async function unfinishedJobViews(db: Db, supplierId: number): Promise<Jo
   return Promise.all((await repo.unfinishedJobs(db, supplierId)).map((row) => jobView(db, row)));
 }
 
-/** The job as D11 shows it: counts, errors by code, rate and ETA from the records' indexes. */
+/** The job as D11 shows it: counts and errors by code (kept on its row once it has ended, else counted), rate and ETA. */
 export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
   // A job that has ended shows the figures kept when it ended; one still going counts its records.
   // The reads are independent and sent together (on PostgreSQL, over as many connections of the pool).
