@@ -10,8 +10,10 @@ import { dropDatabases, freshTarget, provision, serviceEnv } from '../lib/setup.
 // …/cancel/ on each: the transaction that ends a job keeps its figures). Times GET of the big job
 // and GET of the supplier's list, READS times each, with the figures kept: just ended, and as an
 // hour later (the jobs' end moved back); then the same with the figures cleared, which is how a job
-// that ended before they were kept is read (its view counts its records), in the same run. Prints
-// the medians and the ratio.
+// that ended before they were kept is read (its view reads its record counters and counts its
+// failures by code), in the same run. Prints the medians and the ratio. Before the record counters
+// (migration 026) a view without kept figures counted every record: the figures of 2026-11-28 in
+// bench/findings.md were measured then.
 //
 // Usage: JOBS=30 RECORDS=20000 BIG_RECORDS=1000000 READS=9 node --import tsx bench/experiments/ended-job-reads.ts
 

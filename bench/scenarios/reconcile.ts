@@ -44,6 +44,7 @@ function seedScript(jobId: string, supplierId: number, teamId: number, records: 
       FROM ${series}, (VALUES ('C', 12.30, 'CHARGE'), ('R', 5.05, 'CREDIT')) AS x(p, amount, type);
     INSERT INTO notes (account_id, body, created_at) SELECT ${ID_OFFSET} + g, 'Migrated RC-' || g || '.', now() FROM ${series};
     SET session_replication_role = DEFAULT;
+    SELECT rebuild_migration_job_record_counts();
     UPDATE migration_jobs AS j SET state = 'completed', total_lines = ${records},
         started_at = now() - interval '1 hour', finished_at = now(),
         file_accounts = t.accounts, file_customers = t.customers, file_statements = t.statements, file_transactions = t.transactions,

@@ -121,6 +121,10 @@ export interface MigrationJobsTable {
   /** A job's counts, failures by code and records with warnings, kept when it ends (migration 025). */
   final_figures: Json<unknown> | null;
 }
+/** A job's records by outcome, one row per job and shard, kept by triggers (migration 026); sum the shards. */
+export interface MigrationJobRecordCountsTable {
+  job_id: string; shard: number; pending: number; running: number; succeeded: number; skipped: number; failed: number; cancelled: number;
+}
 export interface MigrationJobRecordsTable {
   job_id: string; line: number; external_account_number: string | null; record: Json<unknown> | null;
   outcome: Generated<string>; step: string | null; created: boolean | null; service_account_number: string | null;
@@ -181,6 +185,7 @@ export interface Database {
   events: EventsTable;
   migration_jobs: MigrationJobsTable;
   migration_job_records: MigrationJobRecordsTable;
+  migration_job_record_counts: MigrationJobRecordCountsTable;
   refresh_tokens: RefreshTokensTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;

@@ -28,14 +28,14 @@ const verdicts = (lines: Awaited<ReturnType<typeof runJob>>) =>
 
 /**
  * Every table of the store, each as a row count and a checksum of its rows, less the job's own rows:
- * the jobs and their records, the job's events (migration_job.* and migration_record.*), the queue
+ * the jobs, their records and their record counters, the job's events (migration_job.* and migration_record.*), the queue
  * (another schema), and the webhooks' fan-out cursor, which the fan-out's schedule moves over the
  * job's own events whenever it happens to run.
  */
 async function snapshot(): Promise<Record<string, string>> {
   const { rows: tables } = await sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables
     WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`.execute(db);
-  const own = new Set(['migration_jobs', 'migration_job_records', 'migration_job_supply_points', 'webhook_fanout_cursor']);
+  const own = new Set(['migration_jobs', 'migration_job_records', 'migration_job_record_counts', 'migration_job_supply_points', 'webhook_fanout_cursor']);
   const out: Record<string, string> = {};
   for (const { name } of tables) {
     if (own.has(name)) continue;

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
 import { waitUntil } from './imports.ts';
 import { call, type Tenant, type TestApp } from './test-app.ts';
 
@@ -31,6 +33,23 @@ export async function startJob(t: TestApp, tenant: Tenant, records: object[], op
 export async function runJobToEnd(t: TestApp, tenant: Tenant, records: object[], options: { dryRun?: boolean } = {}): Promise<{ id: string; lines: RecordResult[] }> {
   const id = await startJob(t, tenant, records, options);
   await waitUntil(async () => (await call(t.app, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json.state === 'completed', `job ${id} completes`, 60_000);
+  await assertCountersAgree(t.store.db, id);
   const results = await t.app.inject({ method: 'GET', url: `${JOBS}${id}/records/`, headers: { authorization: `Token ${tenant.token}` } });
   return { id, lines: results.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as RecordResult) };
+}
+
+/**
+ * The job's record counters (kept by triggers, summed over their shards) against a full count of its
+ * records by outcome: whatever wrote the records, the two must agree.
+ */
+export async function assertCountersAgree(db: Kysely<Database>, jobId: string): Promise<void> {
+  const { rows: [kept] } = await sql<Record<string, number>>`SELECT coalesce(sum(pending), 0)::int AS pending,
+      coalesce(sum(running), 0)::int AS running, coalesce(sum(succeeded), 0)::int AS succeeded, coalesce(sum(skipped), 0)::int AS skipped,
+      coalesce(sum(failed), 0)::int AS failed, coalesce(sum(cancelled), 0)::int AS cancelled
+    FROM migration_job_record_counts WHERE job_id = ${jobId}::uuid`.execute(db);
+  const { rows } = await sql<{ outcome: string; n: number }>`SELECT outcome, count(*)::int AS n FROM migration_job_records
+    WHERE job_id = ${jobId}::uuid GROUP BY outcome`.execute(db);
+  const full: Record<string, number> = { pending: 0, running: 0, succeeded: 0, skipped: 0, failed: 0, cancelled: 0 };
+  for (const row of rows) full[row.outcome] = row.n;
+  assert.deepEqual(kept, full, `the record counters of job ${jobId} agree with a full count`);
 }

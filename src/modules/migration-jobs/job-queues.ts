@@ -24,10 +24,11 @@ export const WINDOW_QUEUE = 'migration_window';
 export const RECORD_DEAD_QUEUE = 'migration_record_dead';
 
 /**
- * The module's tables a running job rewrites on every record (sent, claimed, finished): on the
- * embedded store, which has no autovacuum, the workers vacuum them (queue/store-vacuum.ts).
+ * The module's tables a running job rewrites on every record (sent, claimed, finished) and, for its
+ * counters, on every chunk: on the embedded store, which has no autovacuum, the workers vacuum them
+ * (queue/store-vacuum.ts).
  */
-export const CHURNED_TABLES: readonly string[] = ['migration_job_records'];
+export const CHURNED_TABLES: readonly string[] = ['migration_job_records', 'migration_job_record_counts'];
 
 /**
  * A dispatcher's look takes well under a second; one held by an instance that died is given to

@@ -140,15 +140,15 @@ export async function markRunning(db: Db, id: string): Promise<void> {
   await sql`UPDATE migration_jobs SET state = 'running' WHERE id = ${id}::uuid AND state IN (${SQL_WAITING_JOB_STATES})`.execute(db);
 }
 
+/** The job's records by outcome: the sum of its counter rows (kept by triggers as records are written). */
 export async function countsOf(db: Db, jobId: string): Promise<JobCounts> {
-  const { rows } = await sql<{ outcome: RecordOutcome; n: number }>`
-    SELECT outcome, count(*)::int AS n FROM migration_job_records WHERE job_id = ${jobId}::uuid GROUP BY outcome`.execute(db);
-  const counts: JobCounts = { total: 0, pending: 0, running: 0, succeeded: 0, skipped: 0, failed: 0, cancelled: 0 };
-  for (const row of rows) {
-    counts[row.outcome] = row.n;
-    counts.total += row.n;
-  }
-  return counts;
+  const { rows: [sums] } = await sql<Omit<JobCounts, 'total'>>`SELECT
+      coalesce(sum(pending), 0)::int AS pending, coalesce(sum(running), 0)::int AS running,
+      coalesce(sum(succeeded), 0)::int AS succeeded, coalesce(sum(skipped), 0)::int AS skipped,
+      coalesce(sum(failed), 0)::int AS failed, coalesce(sum(cancelled), 0)::int AS cancelled
+    FROM migration_job_record_counts WHERE job_id = ${jobId}::uuid`.execute(db);
+  const c = sums!; // an aggregate without GROUP BY: always one row
+  return { total: c.pending + c.running + c.succeeded + c.skipped + c.failed + c.cancelled, ...c };
 }
 
 /** Records with warnings (the partial index of migration 020 holds just those). */

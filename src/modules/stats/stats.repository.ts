@@ -109,11 +109,13 @@ export async function failingByCode(db: Db): Promise<Array<{ code: string; n: nu
   return rows;
 }
 
-/** The records of every job not finished, by outcome (/metrics). */
+/** The records of every job not finished, by outcome (/metrics): the jobs' record counters. */
 export async function unfinishedJobRecords(db: Db): Promise<Array<{ outcome: RecordOutcome; n: number }>> {
-  const { rows } = await sql<{ outcome: RecordOutcome; n: number }>`SELECT r.outcome, count(*)::int AS n
-    FROM migration_jobs j JOIN migration_job_records r ON r.job_id = j.id
-    WHERE j.state NOT IN (${SQL_FINISHED_JOB_STATES}) GROUP BY r.outcome`.execute(db);
+  const { rows } = await sql<{ outcome: RecordOutcome; n: number }>`SELECT o.outcome, sum(o.n)::int AS n
+    FROM migration_jobs j JOIN migration_job_record_counts c ON c.job_id = j.id
+    CROSS JOIN LATERAL (VALUES ('pending', c.pending), ('running', c.running), ('succeeded', c.succeeded),
+      ('skipped', c.skipped), ('failed', c.failed), ('cancelled', c.cancelled)) AS o (outcome, n)
+    WHERE j.state NOT IN (${SQL_FINISHED_JOB_STATES}) GROUP BY o.outcome HAVING sum(o.n) <> 0`.execute(db);
   return rows;
 }
 
