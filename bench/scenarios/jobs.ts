@@ -103,8 +103,8 @@ export async function migrationJob(ctx: Ctx): Promise<void> {
       await api(ctx, 'POST', `${JOBS}${id}/cancel/`);
       break;
     }
-    // A job's view counts its records; on PGlite (one session) a look at 100,000 of them holds the
-    // workers back for about a second, so a big job is looked at less often.
+    // A job's view reads its records finished in the last minutes and its failures; on PGlite (one
+    // session) every look holds the workers back, so a big job is looked at less often.
     await sleep(Math.max(500, records / 20));
     job = (await api<JobView>(ctx, 'GET', `${JOBS}${id}/`)).json;
     if (Date.now() - lastLog > 15_000) {
