@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { ROOT, startServer } from '../lib/proc.ts';
 import { dropDatabases, freshTarget, provision, serviceEnv } from '../lib/setup.ts';
+import { medianGetMs } from '../lib/timed-get.ts';
 
 // Reading ended migration jobs: a supplier's jobs, JOBS of them with RECORDS records each (one in a
 // hundred failed with an error) and one of BIG_RECORDS, written straight into a fresh PostgreSQL
@@ -48,19 +49,7 @@ async function seedJob(n: number, hoursAgo: number): Promise<string> {
   return job!.id;
 }
 
-/** Median milliseconds of `reads` GETs of `url` (after one untimed). */
-async function timed(url: string): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i <= reads; i += 1) {
-    const started = performance.now();
-    const res = await fetch(url, { headers });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
-    if (i > 0) times.push(performance.now() - started);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
-}
+const timed = (url: string) => medianGetMs(url, headers, reads);
 
 try {
   const big = await seedJob(bigRecords, jobs + 10);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { ROOT, startServer } from '../lib/proc.ts';
 import { dropDatabases, freshTarget, provision, serviceEnv } from '../lib/setup.ts';
+import { medianGetMs } from '../lib/timed-get.ts';
 
 // Reading a migration job that is still running: a job of RECORDS records (one in a hundred failing)
 // written straight into a fresh PostgreSQL database, FINISHED of them finished over the last 20
@@ -46,19 +47,7 @@ const server = await startServer({ name: 'running-job-reads', script: join(servi
 const headers = { authorization: `Token ${tenant.token}` };
 const v1 = `${server.url}/v1/data-import`;
 
-/** Median milliseconds of `reads` GETs of `url` (after one untimed). */
-async function timed(url: string): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i <= reads; i += 1) {
-    const started = performance.now();
-    const res = await fetch(url, { headers });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
-    if (i > 0) times.push(performance.now() - started);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
-}
+const timed = (url: string) => medianGetMs(url, headers, reads);
 
 try {
   const view = await (await fetch(`${v1}/migration-jobs/${job!.id}/`, { headers })).json() as { counts: unknown; records_per_minute: number };
