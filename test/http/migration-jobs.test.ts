@@ -7,7 +7,7 @@ import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/index.ts';
 import { plantConflictAt } from '../support/accounts.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { twoLooks, waitUntil } from '../support/imports.ts';
-import { assertCountersAgree } from '../support/jobs.ts';
+import { countedRecords } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
@@ -52,8 +52,9 @@ async function resultsOf(tenant: Tenant, id: string, query = '') {
 
 async function finished(tenant: Tenant, id: string, state = 'completed', timeoutMs = 60_000) {
   await waitUntil(async () => (await getJob(tenant, id)).state === state, `job ${id} is ${state}`, timeoutMs);
-  await assertCountersAgree(db, id);
-  return getJob(tenant, id);
+  const job = await getJob(tenant, id);
+  assert.deepEqual(job.counts, await countedRecords(db, id), 'the view\'s counts agree with a full count of the records');
+  return job;
 }
 
 const statement = (id: string, from: string, to: string) => ({
