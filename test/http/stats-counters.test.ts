@@ -3,13 +3,15 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { skipAccount } from '../../src/modules/admin/index.ts';
 import { PG_ONLY, pgSession, processAccount, stage, STAGE_URL, supplierIdOf, waitUntil } from '../support/imports.ts';
+import { countedRecords, JOBS } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 
 // The counters behind GET stats/<supplier>/ (D14 at a million accounts): the counts by state, the
 // accounts created per hour and the error groups are kept by triggers in the writing transactions
 // (migration 009). After every kind of change they must agree with a full count of the rows. On
-// PGlite and on PostgreSQL.
+// PGlite and on PostgreSQL. So must a migration job's counts by outcome (migration 026), which every
+// job a test runs to its end also checks (test/support/jobs.ts).
 
 const t = await buildTestApp();
 const db = t.store.db;
@@ -199,5 +201,33 @@ describe('the stats counters agree with a full count (D14)', () => {
     assert.deepEqual(await countsOf(tenant), { staged: 16, imported: 24, failed: 8, skipped: 0 });
     const { rows } = await sql<{ n: number }>`SELECT count(DISTINCT shard)::int AS n FROM account_import_counts WHERE supplier_id = ${supplierId}`.execute(db);
     assert.ok(rows[0]!.n > 1, `${rows[0]!.n} shard(s) written`);
+  });
+});
+
+describe('a migration job\'s record counters', () => {
+  test('records written with triggers off are counted by the rebuild; every write after it moves the counts', async () => {
+    const tenant = await createTenant(t);
+    const created = await call(t.app, 'POST', JOBS, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    assert.equal(created.status, 201, created.body);
+    const id = created.json.id as string;
+    const view = async () => (await call(t.app, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json.counts;
+    // As rows loaded in bulk (or before the counters existed): no trigger moves the counts.
+    await db.transaction().execute(async (trx) => {
+      await sql`SET LOCAL session_replication_role = replica`.execute(trx);
+      await sql`INSERT INTO migration_job_records (job_id, line, outcome, finished_at)
+        SELECT ${id}::uuid, l, CASE WHEN l <= 3 THEN 'failed' ELSE 'pending' END, CASE WHEN l <= 3 THEN now() END
+        FROM generate_series(1, 10) AS l`.execute(trx);
+    });
+    assert.equal((await view()).total, 0, 'rows written with triggers off are not counted');
+    await sql`SELECT rebuild_migration_job_record_counts()`.execute(db);
+    assert.deepEqual(await view(), await countedRecords(db, id));
+    assert.deepEqual(await view(), { total: 10, pending: 7, running: 0, succeeded: 0, skipped: 0, failed: 3, cancelled: 0 });
+    // Written by the service, and by hand: each statement moves them.
+    await sql`UPDATE migration_job_records SET outcome = 'skipped' WHERE job_id = ${id}::uuid AND line IN (4, 5)`.execute(db);
+    await sql`DELETE FROM migration_job_records WHERE job_id = ${id}::uuid AND line = 1`.execute(db);
+    assert.deepEqual(await view(), { total: 9, pending: 5, running: 0, succeeded: 0, skipped: 2, failed: 2, cancelled: 0 });
+    assert.equal((await call(t.app, 'POST', `${JOBS}${id}/cancel/`, { token: tenant.token })).status, 200);
+    assert.deepEqual(await view(), { total: 9, pending: 0, running: 0, succeeded: 0, skipped: 2, failed: 2, cancelled: 5 });
+    assert.deepEqual(await view(), await countedRecords(db, id));
   });
 });
