@@ -5,7 +5,7 @@ import * as repo from './migration-jobs.repository.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-/** What a job's view shows of its records: counted from them (the three reads at once). */
+/** What a job's view shows of its records: its counters summed, its failures by code and its warned records counted (three reads at once). */
 export async function jobFigures(db: Db, jobId: string): Promise<repo.JobFigures> {
   const [counts, errors, warned] = await Promise.all([repo.countsOf(db, jobId), repo.errorsByCode(db, jobId), repo.countWithWarnings(db, jobId)]);
   return { counts, errors_by_code: errors, records_with_warnings: warned };

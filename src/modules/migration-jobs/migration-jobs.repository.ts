@@ -5,8 +5,8 @@ import type { JobCounts, OnDrift, RecordError, RecordOutcome, RecordStep, Record
 import { SQL_ACTIVE_JOB_STATES, SQL_FINISHED_JOB_STATES, SQL_WAITING_JOB_STATES, type StoredJobState } from './job-states.ts';
 
 // Migration jobs and their records (migrations/005_migration_jobs.sql). Records are one row per
-// uploaded line; a job's counts are answered from the (job_id, outcome) index until it ends, then
-// from the figures kept on its row (migration 025).
+// uploaded line. A job's counts by outcome are counter rows that triggers move as records are written
+// (migration 026); once it ends, its view reads the figures kept on its row (migration 025).
 type Db = Kysely<Database> | Transaction<Database>;
 
 export interface JobRow {
@@ -34,7 +34,7 @@ export interface JobRow {
   final_figures: JobFigures | null;
 }
 
-/** What a job's view counts from its records. */
+/** What a job's view shows of its records (jobFigures), kept on its row when it ends. */
 export interface JobFigures {
   counts: JobCounts;
   errors_by_code: Array<{ code: string; count: number }>;

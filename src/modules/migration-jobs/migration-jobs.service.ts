@@ -90,7 +90,7 @@ export async function listJobs(db: Db, caller: Caller, query: ListJobsQuery): Pr
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const rows = await repo.listJobs(db, supplier.id, size + 1, after);
   const page = rows.slice(0, size);
-  // One view after another: a page of up to 100 jobs still going, each counted by four reads sent
+  // One view after another: a page of up to 100 jobs still going, each read by four statements sent
   // together, must not take every connection of the pool from other requests at once.
   const jobs = [];
   for (const row of page) jobs.push(await jobView(db, row));
@@ -127,9 +127,10 @@ export async function unfinishedJobViews(db: Db, supplierId: number): Promise<Jo
   return Promise.all((await repo.unfinishedJobs(db, supplierId)).map((row) => jobView(db, row)));
 }
 
-/** The job as D11 shows it: counts and errors by code (kept on its row once it has ended, else counted), rate and ETA. */
+/** The job as D11 shows it: counts and errors by code (kept on its row once it has ended, else read), rate and ETA. */
 export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
-  // A job that has ended shows the figures kept when it ended; one still going counts its records.
+  // A job that has ended shows the figures kept when it ended; one still going sums its counters and
+  // counts its failures by code and its records with warnings (jobFigures).
   // The reads are independent and sent together (on PostgreSQL, over as many connections of the pool).
   const [figures, recent] = await Promise.all([row.final_figures ?? jobFigures(db, row.id),
     mayHaveFinishedRecently(row) ? repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES) : 0]);
