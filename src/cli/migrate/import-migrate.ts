@@ -170,7 +170,7 @@ function positiveInt(raw: string | undefined, fallback: number): number {
 
 export function usage(): string {
   return [
-    'import-migrate: run a migration from an NDJSON file against the import service (D12).',
+    'import-migrate: run a migration from an NDJSON file against the import service.',
     '',
     'Usage:',
     ...Object.values(COMMANDS).map((c) => `  import-migrate ${c.synopsis}`),
