@@ -48,9 +48,9 @@ export interface Modules {
   tokens: TokenService;
   /** The job queue, open, every queue declared. */
   queue: JobQueue;
-  /** The webhooks' fan-out on the queue: it holds the process's endpoint lookups. */
+  /** The webhooks' fan-out on the queue (its handler, for the workers). */
   fanout: WebhookFanout;
-  /** The one writer of events, with the fan-out's trigger. */
+  /** The one writer of events (the database wakes the fan-out for them). */
   events: Events;
   imports: Imports;
   notes: Notes;
@@ -68,8 +68,8 @@ export async function composeModules({ config, store, logger, clock = systemCloc
   const directory = await openDirectory(store, clock);
   const tokens = await createTokenService({ db, directory, clock }, config);
   const queue = await openQueue(store, logger, config);
-  const fanout = createWebhookFanout({ db, queue, clock });
-  const events = createEvents({ onRecorded: fanout.trigger });
+  const fanout = createWebhookFanout({ db, queue });
+  const events = createEvents();
   const imports = createImports({ store, events, queue, clock, processConcurrencyLimit: config.processConcurrencyLimit });
   const history = { db, events, clock };
   return {

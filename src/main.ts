@@ -55,14 +55,10 @@ async function main(): Promise<void> {
   let adminSocket: AdminSocketServer | undefined;
   if (!config.databaseUrl) {
     try {
-      // After each command the directory is synced and the fan-out forgets its endpoint lookups (a
-      // webhook created or enabled there reaches this process's next event at once).
+      // After each command the directory is synced (a key revoked there is refused by the next request).
       adminSocket = await serveAdminSocket(config.dataDir, {
         db: store.db,
-        settle: async () => {
-          modules.fanout.forgetEndpointLookups();
-          await modules.directory.sync();
-        },
+        settle: () => modules.directory.sync(),
       });
       logger.info({ path: adminSocket.path }, 'import-admin socket ready');
     } catch (error) {

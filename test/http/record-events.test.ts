@@ -2,56 +2,49 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import { createEvents, type EventRecordedHook, type NewEvent } from '../../src/modules/events/index.ts';
+import { createEvents, type NewEvent } from '../../src/modules/events/index.ts';
+import { createWebhook } from '../../src/modules/webhooks/index.ts';
 import { supplierIdOf } from '../support/imports.ts';
 import { buildTestApp, createTenant } from '../support/test-app.ts';
 
 // The events writer (createEvents): `record`, through which every event is written (one, or many,
 // alone or in the statement of the change they report), and `recordPerRow` (the staging group
-// commit's), on PGlite and PostgreSQL, each test with an after-record hook of its own.
+// commit's), on PGlite and PostgreSQL. What wakes the webhooks' fan-out is the events table's
+// trigger: webhooks.test.ts.
 const t = await buildTestApp();
 const db = t.store.db;
 
 describe('events.record', () => {
-  test('writes the events in the order given, in the caller\'s transaction, and runs the hook once per supplier, in the order of their first events', async () => {
+  test('writes the events in the order given, in the caller\'s transaction; a failing transaction keeps none', async () => {
     const a = await supplierIdOf(t, (await createTenant(t)).supplier);
     const b = await supplierIdOf(t, (await createTenant(t)).supplier);
     const event = (supplierId: number, ext: string): NewEvent =>
       ({ supplierId, type: 'import_process.staged', externalAccountNumber: ext, data: { first_staging: true } });
     const events = [event(a, 'A-1'), event(a, 'A-2'), event(b, 'B-1'), event(a, 'A-3'), event(b, 'B-2')];
-    const told: number[] = [];
-    const writer = createEvents({ onRecorded: async (_trx, supplierId) => { told.push(supplierId); } });
+    const writer = createEvents();
     await db.transaction().execute((trx) => writer.record(trx, events));
     // A failing transaction keeps none of its events.
     await assert.rejects(db.transaction().execute(async (trx) => {
       await writer.record(trx, [event(a, 'A-rolled-back')]);
       throw new Error('roll back');
     }), /roll back/);
-    assert.deepEqual(told, [a, b, a]);
     const rows = await db.selectFrom('events').select(['supplier_id', 'external_account_number'])
       .where('supplier_id', 'in', [a, b]).orderBy('id').execute();
     assert.deepEqual(rows.map((r) => r.external_account_number), ['A-1', 'A-2', 'B-1', 'A-3', 'B-2']);
   });
 
-  test('no events: nothing written, no hook', async () => {
-    let called = false;
-    const writer = createEvents({ onRecorded: async () => { called = true; } });
-    assert.deepEqual(await db.transaction().execute((trx) => writer.record(trx, [])), []);
-    assert.equal(called, false);
+  test('no events: nothing written', async () => {
+    const count = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM events`.execute(db)).rows[0]!.n);
+    const before = await count();
+    assert.deepEqual(await db.transaction().execute((trx) => createEvents().record(trx, [])), []);
+    assert.equal(await count(), before);
   });
 
-  test('with a write: the write and the event in one statement, the write\'s rows answered, the hook run after; a failing write keeps no event', async () => {
+  test('with a write: the write and the event in one statement, the write\'s rows answered; a failing write keeps no event', async () => {
     const tenant = await createTenant(t);
     const supplierId = await supplierIdOf(t, tenant.supplier);
     const event: NewEvent = { supplierId, type: 'import_process.staged', externalAccountNumber: 'W-1', data: { first_staging: true } };
-    const told: string[] = [];
-    const writer = createEvents({
-      onRecorded: async (trx, id) => {
-        // Run after the statement: the event is already there for the hook to see.
-        const seen = await trx.selectFrom('events').select('external_account_number').where('supplier_id', '=', id).orderBy('id').execute();
-        told.push(`${seen.at(-1)?.external_account_number} (${seen.length} seen)`);
-      },
-    });
+    const writer = createEvents();
     const write = (trx: Transaction<Database>, team: string) =>
       trx.insertInto('operations_teams').values({ name: team }).returning(['id', 'name']);
     const team = `team-${supplierId}`;
@@ -60,7 +53,6 @@ describe('events.record', () => {
     await assert.rejects(db.transaction().execute((trx) => writer.record(trx, [{ ...event, externalAccountNumber: 'W-2' }], write(trx, team))));
     assert.equal(answered.length, 1);
     assert.equal(answered[0]!.name, team);
-    assert.deepEqual(told, ['W-1 (1 seen)']);
     // No write (an import that found nothing new): the event alone, no rows answered.
     const alone = await db.transaction().execute((trx) => writer.record(trx, [{ ...event, externalAccountNumber: 'W-3' }], null));
     assert.deepEqual(alone, []);
@@ -69,31 +61,26 @@ describe('events.record', () => {
     await db.deleteFrom('operations_teams').where('name', '=', team).execute();
   });
 
-  test('recordPerRow: the change and an event per written row in one statement, run alone while the hook is idle for its suppliers, else in a transaction with the hook; a failing statement keeps no event', async () => {
-    const supplierId = await supplierIdOf(t, (await createTenant(t)).supplier);
+  test('recordPerRow: the change and an event per written row in one statement, with no transaction around it even for an organisation with webhooks; a failing statement keeps no event', async () => {
+    const tenant = await createTenant(t);
+    const supplierId = await supplierIdOf(t, tenant.supplier);
+    // An endpoint (for events this test does not record): its fan-out is woken by the statement itself.
+    await createWebhook(db, tenant.organisation, 'https://receiver.example/hook', 'migration_job.cancelled');
     const team = `team-w-${supplierId}`;
     // A change whose rows name their event's supplier and account.
-    const statement = (name: string) => sql<{ supplier_id: number; external_account_number: string }>`
-      INSERT INTO operations_teams (name) VALUES (${name}) RETURNING ${supplierId}::int8 AS supplier_id, name AS external_account_number`;
+    const statement = (name: string) => sql<{ supplier_id: number; external_account_number: string; in_transaction: boolean }>`
+      INSERT INTO operations_teams (name) VALUES (${name})
+      RETURNING ${supplierId}::int8 AS supplier_id, name AS external_account_number, now() <> statement_timestamp() AS in_transaction`;
     const perRow = { type: 'import_process.staged', data: sql<unknown>`'{"first_staging":true}'::jsonb` } as const;
-    let idle = true;
-    const told: number[] = [];
-    const hook: EventRecordedHook = Object.assign(async (_trx: unknown, id: number) => { told.push(id); },
-      { idleFor: (id: number) => idle && id === supplierId });
-    const writer = createEvents({ onRecorded: hook });
-    const alone = await writer.recordPerRow(db, statement(`${team}-1`), perRow, [supplierId]);
-    idle = false;
-    const joined = await writer.recordPerRow(db, statement(`${team}-2`), perRow, [supplierId]);
+    const writer = createEvents();
+    const written = await writer.recordPerRow(db, statement(`${team}-1`), perRow);
     // The same name again breaks the unique name: the statement fails whole, its event with it.
-    await assert.rejects(writer.recordPerRow(db, statement(`${team}-2`), perRow, [supplierId]));
-    idle = true;
-    await assert.rejects(writer.recordPerRow(db, statement(`${team}-1`), perRow, [supplierId]));
-    assert.deepEqual(alone.map((r) => r.external_account_number), [`${team}-1`]);
-    assert.deepEqual(joined.map((r) => r.external_account_number), [`${team}-2`]);
-    // The hook ran only while not idle, after its statement: for the second one (the third failed before it).
-    assert.deepEqual(told, [supplierId]);
+    await assert.rejects(writer.recordPerRow(db, statement(`${team}-1`), perRow));
+    assert.deepEqual(written.map((r) => r.external_account_number), [`${team}-1`]);
+    // A statement that is its own transaction starts it: now() is the statement's own time.
+    assert.equal(written[0]!.in_transaction, false);
     const rows = await db.selectFrom('events').select('external_account_number').where('supplier_id', '=', supplierId).orderBy('id').execute();
-    assert.deepEqual(rows.map((r) => r.external_account_number), [`${team}-1`, `${team}-2`]);
+    assert.deepEqual(rows.map((r) => r.external_account_number), [`${team}-1`]);
     await db.deleteFrom('operations_teams').where('name', 'like', `${team}-%`).execute();
   });
 });

@@ -142,7 +142,6 @@ async function create(
       const recordCreated = body.dry_run === true ? [] : createdRecords(deps, attempt.startedAt);
       const [{ number }] = await buildAccounts(trx, deps, supplier, state.team_id, [{ importId: state.id, ext, data }], recordCreated) as [BuiltAccount];
       if (body.dry_run === true) throw new DryRunRollback();
-      await deps.events.recorded(trx, [supplier.id]);
       await deps.onCreated?.(trx, number);
       return number;
     });
@@ -164,12 +163,11 @@ async function create(
  * and the account's (its tree, attempt and event, under the account lock and a concurrency slot taken
  * by the statement itself: createGate), where a transaction takes four (BEGIN, the read under the
  * lock, the account's, COMMIT). Not a dry run (it must roll back), nor when the create writes more
- * than that statement (welcome emails and their jobs, the caller's onCreated, the events' after-record
- * hook). When the statement writes nothing (something changed since the read, a lock or slot was
+ * than that statement (welcome emails and their jobs, the caller's onCreated). When the statement writes nothing (something changed since the read, a lock or slot was
  * taken, the drawn number was) the create runs in its transaction, as if the try had not been made.
  */
 function atOnce(deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccountBody): boolean {
-  return body.dry_run !== true && !supplier.customer_emails && deps.onCreated === undefined && deps.events.idleFor(supplier.id);
+  return body.dry_run !== true && !supplier.customer_emails && deps.onCreated === undefined;
 }
 
 /** The created attempt and its `import_process.completed`, written by the statement that writes the account (`account_keys`). */
@@ -224,7 +222,6 @@ export async function createNewAccounts(
   // as a single create writes them.
   const built = await buildAccounts(trx, deps, supplier, teamId, staged.map(({ ext, data }) => ({ importId: importIds.get(ext)!, ext, data })),
     createdRecords(deps, startedAt));
-  await deps.events.recorded(trx, [supplier.id]);
   const created: CreatedAccount[] = built.map((made, i) => ({
     externalAccountNumber: staged[i]!.ext, accountId: made.id, serviceAccountNumber: made.number,
   }));

@@ -8,9 +8,8 @@ import * as imports from './account-imports.repository.ts';
 // for a whole transaction: the round trips of BEGIN, the statements and COMMIT, and a WAL flush at
 // commit. Under load, the stages that arrive while a flush runs are written together by the next
 // one: ONE statement upserts them all and records their events, and runs alone (a statement is
-// atomic by itself: no BEGIN, no COMMIT) unless the webhooks' trigger must join it in a transaction
-// (events.ts, recordPerRow). Each caller still
-// awaits its own row's outcome, so an HTTP request answers 201, 200 or its own 400 exactly as if it
+// atomic by itself: no BEGIN, no COMMIT; events.ts, recordPerRow). Each caller still awaits its own
+// row's outcome, so an HTTP request answers 201, 200 or its own 400 exactly as if it
 // had been written alone.
 //
 // No timer: the first row to arrive when a flush slot is free schedules a flush on setImmediate
@@ -144,8 +143,8 @@ async function flush(db: Kysely<Database>, events: Events, batch: Pending[]): Pr
   let inserted: Map<string, boolean>;
   try {
     // The events commit with the staging they report, or neither does (D13): the statement writes
-    // both, alone (no BEGIN, no COMMIT) unless the webhooks' trigger has work for these suppliers.
-    const written = await events.recordPerRow(db, imports.upsertStagedBatch(batch), imports.stagedBatchEvent, [...new Set(batch.map((row) => row.supplierId))]);
+    // both, alone (no BEGIN, no COMMIT).
+    const written = await events.recordPerRow(db, imports.upsertStagedBatch(batch), imports.stagedBatchEvent);
     inserted = new Map(written.map((r) => [`${r.supplier_id}:${r.external_account_number}`, r.inserted]));
   } catch {
     // Nothing committed. The rows are independent (one account each), so they may go at once.

@@ -1,5 +1,5 @@
 // The webhooks module's surface: the endpoint services import-admin shares with the API, the
-// fan-out (built once at start-up: its trigger goes to createEvents), the queues and workers, the routes;
+// fan-out (built once at start-up; events wake it by a trigger in the database), the queues and workers, the routes;
 // for the tests, one HTTP attempt, one delivery attempt or a batch of them as a worker makes it (with its connection pools), the retry
 // schedule, the address rule, the retention run and the OpenAPI examples.
 export { blockedReason } from './ssrf-guard.ts';

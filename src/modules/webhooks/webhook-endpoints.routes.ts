@@ -3,7 +3,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../../http/auth.ts';
 import type { ServiceDeps } from '../../http/route-deps.ts';
-import type { WebhookFanout } from './webhook-fanout.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
 import {
   BAD_CURSOR, CREATE_ENDPOINT, CREATED_ENDPOINT, DELIVERIES, ENDPOINT, ENDPOINT_NOT_FOUND, ID_TOO_LONG, PING, ROTATED_SECRET,
@@ -24,9 +23,9 @@ const URL_REFUSED_NOTE = '`webhook_url_not_allowed`: the URL is not http(s), car
 
 // The webhook endpoints of the caller's organisation: the supplier manages them itself (the service
 // team's import-admin webhook commands manage the same endpoints).
-export const webhookEndpointsRoutes: FastifyPluginAsync<ServiceDeps & { fanout: WebhookFanout }> = async (plugin, { db, queue, config, clock, fanout }) => {
+export const webhookEndpointsRoutes: FastifyPluginAsync<ServiceDeps> = async (plugin, { db, queue, config, clock }) => {
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
-  const deps: endpoints.EndpointsDeps = { db, queue, allowPrivateNetworks: config.webhookAllowPrivateNetworks, clock, fanout };
+  const deps: endpoints.EndpointsDeps = { db, queue, allowPrivateNetworks: config.webhookAllowPrivateNetworks, clock };
 
   app.post('/webhook-endpoints/', {
     schema: {

@@ -13,7 +13,6 @@ import type {
 } from './webhook-endpoints.schemas.ts';
 import { DEFAULT_DELIVERIES_PAGE_SIZE } from './webhook-endpoints.schemas.ts';
 import { hostRefusal } from './ssrf-guard.ts';
-import type { WebhookFanout } from './webhook-fanout.ts';
 import * as webhooks from './webhooks.service.ts';
 import * as repo from './webhooks.repository.ts';
 
@@ -30,14 +29,11 @@ export interface EndpointsDeps {
   queue: JobQueue;
   allowPrivateNetworks: boolean;
   clock: Clock;
-  /** This process's fan-out: told when an endpoint is created or enabled, so this process's events reach it at once. */
-  fanout: Pick<WebhookFanout, 'forgetEndpointLookups'>;
 }
 
 export async function createEndpoint(deps: EndpointsDeps, caller: Caller, body: CreateWebhookEndpointBody): Promise<CreatedWebhookEndpoint> {
   const url = await checkUrl(deps, body.url);
   const row = await webhooks.addEndpoint(deps.db, caller.organisationId, { url, events: body.events ?? null, description: body.description ?? null });
-  deps.fanout.forgetEndpointLookups();
   return { ...toEndpoint(row), secret: row.secret };
 }
 
@@ -57,10 +53,7 @@ export async function updateEndpoint(deps: EndpointsDeps, caller: Caller, id: st
   if (body.events !== undefined) changes.event_types = body.events;
   if (body.description !== undefined) changes.description = body.description;
   await repo.updateEndpoint(db, id, changes);
-  if (body.enabled === true) {
-    await webhooks.enableEndpoint(db, id);
-    deps.fanout.forgetEndpointLookups();
-  }
+  if (body.enabled === true) await webhooks.enableEndpoint(db, id);
   if (body.enabled === false) await webhooks.disableEndpoint(db, id, `disabled over the API at ${deps.clock.now().toISOString()}`);
   // An endpoint deleted meanwhile (another request) is as unknown.
   return toEndpoint(await ownEndpoint(db, caller, id));

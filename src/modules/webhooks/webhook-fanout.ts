@@ -1,8 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { Clock } from '../../core/clock.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import type { EventRecordedHook } from '../events/index.ts';
 import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
 import * as repo from './webhooks.repository.ts';
 
@@ -13,15 +11,16 @@ import * as repo from './webhooks.repository.ts';
 // exactly once, whichever instance does it. The cursor row's lock makes instances take turns.
 //
 // What starts a fan-out (at most one waiting fan-out job at a time, not one per request):
-// - the transaction that records an event, when the supplier's organisation has an enabled endpoint
-//   and no fan-out job is waiting to be fetched, writes one (the fan-out's trigger);
+// - the statement that records events, when a supplier of theirs belongs to an organisation with an
+//   enabled endpoint and no fan-out job is waiting to be fetched, writes one: a trigger on the events
+//   table (migration 027), so every writer of events wakes the fan-out, in its own statement;
 // - a fan-out that saw other transactions running when it read (they may commit events it could not
 //   see, or hold back committed ones) sends itself again, to run shortly after (the fan-out's handler);
-// - a pg-boss schedule every minute, the backstop for events recorded by a process that never opened
-//   the queue (its events were built without the trigger).
-// Why skipping when a job is waiting loses nothing: the transaction checks after inserting its event,
-// so it already has an xid. The waiting job is fetched after that check, and its fan-out reads after
-// the fetch: then the transaction has either committed (its event is read, or held back by an older
+// - a pg-boss schedule every minute, the backstop for events recorded before any process opened the
+//   queue (the trigger writes no job while the queue's tables are missing).
+// Why skipping when a job is waiting loses nothing: the trigger checks after the events' insert (in a
+// snapshot of its own), so their transaction already has an xid. The waiting job is fetched after
+// that check, and its fan-out reads after the fetch: then the transaction has either committed (its event is read, or held back by an older
 // running transaction) or is still running; in both cases someone was running at that read, so the
 // fan-out runs again. A transaction that starts after the read finds that fan-out's job no longer
 // waiting, and writes its own (unless another is waiting, and the same holds for that one).
@@ -31,74 +30,26 @@ export const FANOUT_BATCH = 500;
 /**
  * Seconds a fan-out job waits before a worker may take it: the event transactions of that time find
  * it waiting and write none, so under load there are a few fan-outs a second, each with many events.
+ * The events' trigger (migration 027) waits as long.
  */
 const GATHER_SECONDS = 0.25;
-/** How long this process trusts "this supplier's organisation has (no) enabled endpoint". */
-export const ENDPOINT_LOOKUP_TTL_MS = 5000;
-
-const sendFanout = (queue: JobQueue, trx?: Transaction<Database>) => queue.send(FANOUT_QUEUE, {}, { trx, startAfter: GATHER_SECONDS });
+const sendFanout = (queue: JobQueue) => queue.send(FANOUT_QUEUE, {}, { startAfter: GATHER_SECONDS });
 
 export interface WebhookFanout {
   /**
-   * The events' after-record hook (given to createEvents): writes a fan-out job in the event's own
-   * transaction when none is waiting, so a job exists exactly when the event committed (nothing to
-   * lose between commit and send; see above for why a waiting one is enough). The job carries no key
-   * that is unique across transactions: a unique key would make concurrent event-writing
-   * transactions wait for each other's commit; the check for a waiting job is a read, which waits for
-   * nobody.
-   */
-  readonly trigger: EventRecordedHook;
-  /**
    * The fan-out queue's handler for one worker. When the previous run saw other transactions running
-   * (under load), the next run is queued before this one reads, so that event transactions always find
-   * one waiting; otherwise only after, and only if this run saw transactions running.
+   * (under load), the next run is queued before this one reads, so that event-writing statements
+   * always find one waiting; otherwise only after, and only if this run saw transactions running.
    */
   handler(): () => Promise<void>;
-  /**
-   * Forgets what this process knows of which suppliers have endpoints (an endpoint was created or
-   * enabled through this process). Other processes learn it within ENDPOINT_LOOKUP_TTL_MS; until then
-   * their events are fanned out by the next trigger or the schedule, never lost.
-   */
-  forgetEndpointLookups(): void;
 }
 
 /**
- * The process's fan-out, built once by the composition root (composition.ts) once
- * the queue is open: its trigger goes to createEvents, so that the many services recording events need
- * no queue of their own; its handler to the fan-out workers; its lookups are forgotten by the endpoint
- * routes and, after each import-admin command, by the admin socket. What it holds (which suppliers'
- * organisations have an enabled endpoint, until when that is trusted by `clock`) is its own state, not
- * the module's.
+ * The process's fan-out, built once by the composition root (composition.ts) once the queue is open:
+ * its handler goes to the fan-out workers. What wakes it is the events table's trigger (above).
  */
-export function createWebhookFanout({ db, queue, clock }: { db: Kysely<Database>; queue: JobQueue; clock: Clock }): WebhookFanout {
-  /** supplier id → whether its organisation had an enabled endpoint, and until when (clock ms) that is trusted. */
-  const endpointLookups = new Map<number, { has: boolean; until: number }>();
-
-  async function supplierHasEndpoint(trx: Transaction<Database>, supplierId: number): Promise<boolean> {
-    const known = endpointLookups.get(supplierId);
-    if (known && known.until > clock.nowMs()) return known.has;
-    const has = await repo.supplierHasEndpoint(trx, supplierId);
-    if (endpointLookups.size > 10_000) endpointLookups.clear();
-    endpointLookups.set(supplierId, { has, until: clock.nowMs() + ENDPOINT_LOOKUP_TTL_MS });
-    return has;
-  }
-
-  const triggered = new WeakSet<object>();
-  const trigger = async (trx: Transaction<Database>, supplierId: number) => {
-    if (triggered.has(trx)) return;
-    if (!(await supplierHasEndpoint(trx, supplierId))) return;
-    triggered.add(trx);
-    if (await queue.hasWaiting(FANOUT_QUEUE, trx)) return;
-    await sendFanout(queue, trx);
-  };
-  // Idle while this process trusts that the supplier's organisation has no enabled endpoint.
-  const idleFor = (supplierId: number) => {
-    const known = endpointLookups.get(supplierId);
-    return known !== undefined && known.until > clock.nowMs() && !known.has;
-  };
-
+export function createWebhookFanout({ db, queue }: { db: Kysely<Database>; queue: JobQueue }): WebhookFanout {
   return {
-    trigger: Object.assign(trigger, { idleFor }),
     handler() {
       let busy = false;
       return async () => {
@@ -109,9 +60,6 @@ export function createWebhookFanout({ db, queue, clock }: { db: Kysely<Database>
         // A waiting job (another trigger's) is fetched later and reads later: it covers them too.
         if (othersRunning && !queuedAhead && !(await queue.hasWaiting(FANOUT_QUEUE, db))) await sendFanout(queue);
       };
-    },
-    forgetEndpointLookups() {
-      endpointLookups.clear();
     },
   };
 }

@@ -63,14 +63,6 @@ export function enableEndpoint(db: Db, id: string): Promise<EndpointRow | undefi
     .where('id', '=', id).where('enabled', '=', false).returningAll().executeTakeFirst();
 }
 
-/** Does the supplier's organisation have an enabled endpoint? (Decides whether an event triggers a fan-out.) */
-export async function supplierHasEndpoint(trx: Db, supplierId: number): Promise<boolean> {
-  const row = await trx.selectFrom('webhook_endpoints as w')
-    .innerJoin('import_suppliers as s', 's.organisation_id', 'w.organisation_id')
-    .select('w.id').where('s.id', '=', supplierId).where('w.enabled', '=', true).limit(1).executeTakeFirst();
-  return row !== undefined;
-}
-
 /** An endpoint's attempts, newest first, from before the attempt `beforeId` (keyset). */
 export function deliveriesOf(db: Db, endpointId: string, limit: number, beforeId: number | null = null): Promise<DeliveryRow[]> {
   return db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId)

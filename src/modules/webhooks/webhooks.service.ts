@@ -82,9 +82,8 @@ export function generateSecret(): string {
 
 // --- shared by import-admin (any organisation's endpoint, by id) and the API (the caller's organisation's) ---
 
-// A process that creates or enables an endpoint and records events itself tells its fan-out to forget
-// its endpoint lookups (webhook-fanout.ts): the API's routes do it after these calls, the admin socket
-// after each import-admin command it runs; another process learns it within the lookups' lifetime.
+// An endpoint created or enabled here receives the events recorded from then on, whichever process
+// records them: the events table's trigger looks at the endpoints in the statement (webhook-fanout.ts).
 
 /** Creates an endpoint with a fresh secret; it receives the events recorded from now on. The URL and types are checked already. */
 export function addEndpoint(db: Db, organisationId: number, fields: { url: string; events: EventType[] | null; description?: string | null })
