@@ -13,8 +13,8 @@ import { http, notRun } from './writes.ts';
 // The cost of events (D13): staging and create throughput with a webhook endpoint configured for the
 // organisation (every event fanned out and delivered to a local receiver answering 200) against the
 // same service with none, alternating in rounds as every ratio row does. Events are written either
-// way; what the endpoint adds is the fan-out trigger in each event's transaction, the fan-out and the
-// deliveries. After each round with the endpoint, the bench waits until the receiver has stopped
+// way; what the endpoint adds is the fan-out trigger's work in each event-writing statement (the
+// database's), the fan-out and the deliveries. After each round with the endpoint, the bench waits until the receiver has stopped
 // getting deliveries, and the service CPU spent meanwhile is added to that round's.
 const TEMPLATES = 50;
 const ORGANISATION = 'bench-org';

@@ -61,24 +61,21 @@ describe('events.record', () => {
     await db.deleteFrom('operations_teams').where('name', '=', team).execute();
   });
 
-  test('recordPerRow: the change and an event per written row in one statement, with no transaction around it even for an organisation with webhooks; a failing statement keeps no event', async () => {
+  test('recordPerRow: the change and an event per written row in one statement, for an organisation with webhooks too (the statement wakes the fan-out itself); a failing statement keeps no event', async () => {
     const tenant = await createTenant(t);
     const supplierId = await supplierIdOf(t, tenant.supplier);
     // An endpoint (for events this test does not record): its fan-out is woken by the statement itself.
     await createWebhook(db, tenant.organisation, 'https://receiver.example/hook', 'migration_job.cancelled');
     const team = `team-w-${supplierId}`;
     // A change whose rows name their event's supplier and account.
-    const statement = (name: string) => sql<{ supplier_id: number; external_account_number: string; in_transaction: boolean }>`
-      INSERT INTO operations_teams (name) VALUES (${name})
-      RETURNING ${supplierId}::int8 AS supplier_id, name AS external_account_number, now() <> statement_timestamp() AS in_transaction`;
+    const statement = (name: string) => sql<{ supplier_id: number; external_account_number: string }>`
+      INSERT INTO operations_teams (name) VALUES (${name}) RETURNING ${supplierId}::int8 AS supplier_id, name AS external_account_number`;
     const perRow = { type: 'import_process.staged', data: sql<unknown>`'{"first_staging":true}'::jsonb` } as const;
     const writer = createEvents();
     const written = await writer.recordPerRow(db, statement(`${team}-1`), perRow);
     // The same name again breaks the unique name: the statement fails whole, its event with it.
     await assert.rejects(writer.recordPerRow(db, statement(`${team}-1`), perRow));
     assert.deepEqual(written.map((r) => r.external_account_number), [`${team}-1`]);
-    // A statement that is its own transaction starts it: now() is the statement's own time.
-    assert.equal(written[0]!.in_transaction, false);
     const rows = await db.selectFrom('events').select('external_account_number').where('supplier_id', '=', supplierId).orderBy('id').execute();
     assert.deepEqual(rows.map((r) => r.external_account_number), [`${team}-1`]);
     await db.deleteFrom('operations_teams').where('name', 'like', `${team}-%`).execute();

@@ -20,10 +20,11 @@ import * as repo from './webhooks.repository.ts';
 //   queue (the trigger writes no job while the queue's tables are missing).
 // Why skipping when a job is waiting loses nothing: the trigger checks after the events' insert (in a
 // snapshot of its own), so their transaction already has an xid. The waiting job is fetched after
-// that check, and its fan-out reads after the fetch: then the transaction has either committed (its event is read, or held back by an older
-// running transaction) or is still running; in both cases someone was running at that read, so the
-// fan-out runs again. A transaction that starts after the read finds that fan-out's job no longer
-// waiting, and writes its own (unless another is waiting, and the same holds for that one).
+// that check, and its fan-out reads after the fetch: then the transaction has either committed (its
+// event is read, or held back by an older running transaction) or is still running; in both cases
+// someone was running at that read, so the fan-out runs again. A transaction that starts after the
+// read finds that fan-out's job no longer waiting, and writes its own (unless another is waiting, and
+// the same holds for that one).
 
 export const FANOUT_QUEUE = 'webhook_fanout';
 export const FANOUT_BATCH = 500;
