@@ -204,6 +204,9 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
     const [a, b] = apps as [TestApp, TestApp];
     const tenant = await createTenant(a);
     const p1 = await stage(a, tenant);
+    // A supplier with welcome emails: its create runs in a transaction, a statement at a time (a create
+    // with nothing more to write runs as one statement: the next test kills that one).
+    await a.store.db.updateTable('import_suppliers').set({ customer_emails: true }).where('code', '=', tenant.supplier).execute();
     const server = await startServer({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2', OUTBOX_INTERVAL_MS: '0' });
     const rowLock = await pgSession(url);
     try {
@@ -240,8 +243,8 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
       body: { external_account_number: ext, import_supplier_code: tenant.supplier, operations_team_name: tenant.team },
     });
     try {
-      // The server's first create learns that the supplier has no webhook endpoint; its next create
-      // is then written by one statement without a transaction of its own.
+      // A create with nothing more to write (no welcome emails, not a dry run) is written by one
+      // statement without a transaction of its own.
       assert.equal((await create(p0.external_account_number)).status, 201);
       await holder.query('BEGIN');
       await holdIdentifierOf(holder, p1, p0);
