@@ -3,9 +3,10 @@ import { after, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import {
-  blockedReason, createDeliveryAgents, createWebhook, deleteWebhook, deliverBatch, deliverOnce, enableWebhook, listWebhooks, MAX_ATTEMPTS,
-  postWebhook, retryDelayMs, runRetention, webhookDeliveries,
+  blockedReason, createDeliveryAgents, createWebhook, deleteWebhook, deliverBatch, deliverOnce, enableWebhook, FANOUT_QUEUE, GATHER_SECONDS,
+  listWebhooks, MAX_ATTEMPTS, postWebhook, retryDelayMs, runRetention, webhookDeliveries,
 } from '../../src/modules/webhooks/index.ts';
+import { QUEUE_SCHEMA } from '../../src/queue/queue.ts';
 import { eventsOf } from '../support/events.ts';
 import { PG_ONLY, pgSession, processAccount, stage, STAGE_URL, supplierIdOf, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
@@ -246,14 +247,16 @@ describe('webhook deliveries (D13)', () => {
   test('the statement that records an event wakes the fan-out: one job, as pg-boss sends it, only for an organisation with an enabled endpoint and only when none waits', async () => {
     const tenant = await createTenant(t);
     const supplierId = await supplierIdOf(t, tenant.supplier);
-    // In one transaction, rolled back: the app's own workers never see what it writes.
+    // In one transaction, rolled back: the app's own workers never see what it writes. The queue's
+    // schema and name and the wait are the service's constants: the trigger (SQL) must agree with them.
+    const jobs = sql.table(`${QUEUE_SCHEMA}.job`);
     const rolledBack = new Error('roll back');
     await assert.rejects(db.transaction().execute(async (trx) => {
-      const waiting = async () => (await sql<{ id: string }>`SELECT id FROM pgboss.job WHERE name = 'webhook_fanout' AND state < 'active' ORDER BY created_on, id`.execute(trx)).rows.map((r) => r.id);
+      const waiting = async () => (await sql<{ id: string }>`SELECT id FROM ${jobs} WHERE name = ${FANOUT_QUEUE} AND state < 'active' ORDER BY created_on, id`.execute(trx)).rows.map((r) => r.id);
       const recordEvent = (ext: string) => sql`INSERT INTO events (supplier_id, type, external_account_number, data)
         VALUES (${supplierId}, 'import_process.staged', ${ext}, '{"first_staging":true}')`.execute(trx);
       // Whatever the app left waiting is taken out of the way.
-      await sql`UPDATE pgboss.job SET state = 'completed' WHERE name = 'webhook_fanout' AND state < 'active'`.execute(trx);
+      await sql`UPDATE ${jobs} SET state = 'completed' WHERE name = ${FANOUT_QUEUE} AND state < 'active'`.execute(trx);
       await recordEvent('T-1');
       assert.deepEqual(await waiting(), [], 'no endpoint: no fan-out job');
       const { webhook } = await createWebhook(trx, tenant.organisation, 'https://receiver.example/hook');
@@ -262,14 +265,14 @@ describe('webhook deliveries (D13)', () => {
       assert.ok(woken, 'an enabled endpoint: a fan-out job');
       await recordEvent('T-3');
       assert.deepEqual(await waiting(), [woken], 'one waiting already: no second job');
-      // The job is the one pg-boss would send: the queue's settings, a quarter of a second's wait.
-      const sent = await t.queue.send('webhook_fanout', {}, { trx, startAfter: 0.25 });
+      // The job is the one pg-boss would send: the queue's settings, the fan-out's wait.
+      const sent = await t.queue.send(FANOUT_QUEUE, {}, { trx, startAfter: GATHER_SECONDS });
       const columns = sql`data, priority, retry_limit, retry_delay, retry_backoff, expire_in, keep_until - start_after AS kept_for,
         start_after - now() AS wait, singleton_key, singleton_on, dead_letter, policy`;
-      const jobOf = async (id: string) => (await sql<Record<string, unknown>>`SELECT ${columns} FROM pgboss.job WHERE name = 'webhook_fanout' AND id = ${id}`.execute(trx)).rows[0];
+      const jobOf = async (id: string) => (await sql<Record<string, unknown>>`SELECT ${columns} FROM ${jobs} WHERE name = ${FANOUT_QUEUE} AND id = ${id}`.execute(trx)).rows[0];
       assert.deepEqual(await jobOf(woken), await jobOf(sent!));
       // Disabled, the endpoint wakes nothing.
-      await sql`UPDATE pgboss.job SET state = 'completed' WHERE name = 'webhook_fanout' AND state < 'active'`.execute(trx);
+      await sql`UPDATE ${jobs} SET state = 'completed' WHERE name = ${FANOUT_QUEUE} AND state < 'active'`.execute(trx);
       await sql`UPDATE webhook_endpoints SET enabled = false WHERE id = ${webhook}`.execute(trx);
       await recordEvent('T-4');
       assert.deepEqual(await waiting(), [], 'a disabled endpoint: no fan-out job');

@@ -163,8 +163,9 @@ async function create(
  * and the account's (its tree, attempt and event, under the account lock and a concurrency slot taken
  * by the statement itself: createGate), where a transaction takes four (BEGIN, the read under the
  * lock, the account's, COMMIT). Not a dry run (it must roll back), nor when the create writes more
- * than that statement (welcome emails and their jobs, the caller's onCreated). When the statement writes nothing (something changed since the read, a lock or slot was
- * taken, the drawn number was) the create runs in its transaction, as if the try had not been made.
+ * than that statement (welcome emails and their jobs, the caller's onCreated). When the statement
+ * writes nothing (something changed since the read, a lock or slot was taken, the drawn number was)
+ * the create runs in its transaction, as if the try had not been made.
  */
 function atOnce(deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccountBody): boolean {
   return body.dry_run !== true && !supplier.customer_emails && deps.onCreated === undefined;

@@ -9,8 +9,8 @@ import * as imports from './account-imports.repository.ts';
 // commit. Under load, the stages that arrive while a flush runs are written together by the next
 // one: ONE statement upserts them all and records their events, and runs alone (a statement is
 // atomic by itself: no BEGIN, no COMMIT; events.ts, recordPerRow). Each caller still awaits its own
-// row's outcome, so an HTTP request answers 201, 200 or its own 400 exactly as if it
-// had been written alone.
+// row's outcome, so an HTTP request answers 201, 200 or its own 400 exactly as if it had been
+// written alone.
 //
 // No timer: the first row to arrive when a flush slot is free schedules a flush on setImmediate
 // (rows arriving in the same turn of the event loop join it); rows arriving while every slot is busy

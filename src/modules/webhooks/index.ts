@@ -7,7 +7,7 @@ export { runRetention } from './retention.job.ts';
 export { deliverBatch, deliverOnce, MAX_ATTEMPTS, retryDelayMs } from './webhook-delivery.ts';
 export { ENDPOINT, UPDATED_ENDPOINT } from './webhook-endpoints.examples.ts';
 export { webhookEndpointsRoutes } from './webhook-endpoints.routes.ts';
-export { createWebhookFanout, type WebhookFanout } from './webhook-fanout.ts';
+export { createWebhookFanout, FANOUT_QUEUE, GATHER_SECONDS, type WebhookFanout } from './webhook-fanout.ts';
 export * from './webhooks.service.ts';
 export { createDeliveryAgents, postWebhook } from './webhook-http.ts';
 export { defineWebhookQueues, startWebhookWorkers } from './webhooks.worker.ts';
