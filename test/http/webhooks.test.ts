@@ -280,6 +280,30 @@ describe('webhook deliveries (D13)', () => {
     }), (error) => error === rolledBack);
   });
 
+  test('before any process has opened the queue (its tables missing, or the fan-out queue not defined), recording events still works and writes no fan-out job', async () => {
+    const tenant = await createTenant(t);
+    const supplierId = await supplierIdOf(t, tenant.supplier);
+    const rolledBack = new Error('roll back');
+    await assert.rejects(db.transaction().execute(async (trx) => {
+      await createWebhook(trx, tenant.organisation, 'https://receiver.example/hook');
+      const recordEvent = (ext: string) => sql`INSERT INTO events (supplier_id, type, external_account_number, data)
+        VALUES (${supplierId}, 'import_process.staged', ${ext}, '{"first_staging":true}')`.execute(trx);
+      const jobs = sql.table(`${QUEUE_SCHEMA}.job`);
+      await sql`UPDATE ${jobs} SET state = 'completed' WHERE name = ${FANOUT_QUEUE} AND state < 'active'`.execute(trx);
+      // The fan-out queue not defined yet: nothing to write a job for.
+      await sql`DELETE FROM ${sql.table(`${QUEUE_SCHEMA}.queue`)} WHERE name = ${FANOUT_QUEUE}`.execute(trx);
+      await recordEvent('Q-1');
+      const waiting = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${jobs} WHERE name = ${FANOUT_QUEUE} AND state < 'active'`.execute(trx);
+      assert.equal(waiting.rows[0]!.n, 0);
+      // No queue tables at all (as on a store no server has started on): the event is still recorded.
+      await sql`ALTER SCHEMA ${sql.id(QUEUE_SCHEMA)} RENAME TO queue_not_installed`.execute(trx);
+      await recordEvent('Q-2');
+      const recorded = await sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE supplier_id = ${supplierId}`.execute(trx);
+      assert.equal(recorded.rows[0]!.n, 2);
+      throw rolledBack;
+    }), (error) => error === rolledBack);
+  });
+
   test('delivery never happens inside the request: a receiver that hangs does not slow staging', async () => {
     const tenant = await createTenant(t);
     const receiver = await startReceiver(['hang']);
