@@ -414,16 +414,13 @@ export async function cancelPending(db: Db, jobId: string, errors: RecordError[]
 }
 
 /**
- * Whether any record of the job is pending, or running. In line order, which the outcome index gives:
- * without it a plan that expects many matching rows (few jobs in the table) may scan the table for
- * the first one instead.
+ * Whether any record of the job is pending, or running: its counter rows (countsOf), a few rows
+ * whatever the job's size. Looking in the records instead walked the outcome index from the job's
+ * first line, past the entries its finished records had left behind, after every chunk.
  */
 export async function hasUnfinished(db: Db, jobId: string): Promise<{ pending: boolean; running: boolean }> {
-  const { rows } = await sql<{ outcome: string }>`${sql.raw(SERVER_PREPARED)}
-    (SELECT 'pending' AS outcome FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'pending' ORDER BY line LIMIT 1)
-    UNION ALL
-    (SELECT 'running' FROM migration_job_records WHERE job_id = ${jobId}::uuid AND outcome = 'running' ORDER BY line LIMIT 1)`.execute(db);
-  return { pending: rows.some((r) => r.outcome === 'pending'), running: rows.some((r) => r.outcome === 'running') };
+  const counts = await countsOf(db, jobId);
+  return { pending: counts.pending > 0, running: counts.running > 0 };
 }
 
 /** retry: failed and cancelled records (not those judged at upload) are pending again. */
