@@ -243,3 +243,30 @@ describe('a chunk with poisoned records', () => {
     }
   });
 });
+
+describe('a record whose transactions fall inside its own statements', () => {
+  test('its statements are imported first, then its transactions moved into the open period with a pinned note', async () => {
+    const tenant = await createTenant(t);
+    const records = Array.from({ length: 4 }, (_, i) => fullRecord(tenant, i + 1));
+    // Line 3's first transaction is dated in January, a period its own statements close (up to 29 February).
+    const moved = records[2]!;
+    const ext = moved.account.external_account_number;
+    (moved.transactions[0] as { transaction_date: string }).transaction_date = '2024-01-15';
+    const { lines } = await runJob(tenant, records);
+    assert.deepEqual(lines.map((l) => [l.line, l.outcome, l.errors.map((e) => e.code)]), records.map((_, i) => [i + 1, 'succeeded', []]));
+    const { rows } = await sql<{ id: string; date: string; description: string | null }>`SELECT x.transaction_id AS id,
+        x.transaction_date::text AS date, x.description FROM transactions x JOIN accounts a ON a.id = x.account_id
+      JOIN import_suppliers s ON s.id = a.supplier_id WHERE s.code = ${tenant.supplier} AND a.external_account_number = ${ext}
+      ORDER BY x.transaction_id`.execute(db);
+    assert.deepEqual(rows.map((r) => [r.id, r.date]), [[`${ext}-T1`, '2024-03-01'], [`${ext}-T2`, '2024-03-05'], [`${ext}-T3`, '2024-03-09'], [`${ext}-T4`, '2024-03-12']]);
+    assert.equal(rows[0]!.description, 'Dated 2024-01-15, before the open statement period; moved to its first day, 2024-03-01.');
+    const { rows: notes } = await sql<{ body: string }>`SELECT n.body FROM notes n JOIN accounts a ON a.id = n.account_id
+      JOIN import_suppliers s ON s.id = a.supplier_id WHERE s.code = ${tenant.supplier} AND a.external_account_number = ${ext}
+        AND n.is_pinned AND n.body LIKE 'Imported transactions%'`.execute(db);
+    assert.deepEqual(notes.map((n) => n.body), [`Imported transactions dated before the open statement period were moved to its first day, 2024-03-01: ${ext}-T1 (2024-01-15).`]);
+    // The other records' transactions are stored as sent.
+    const { rows: others } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM transactions x JOIN accounts a ON a.id = x.account_id
+      JOIN import_suppliers s ON s.id = a.supplier_id WHERE s.code = ${tenant.supplier} AND x.description IS NOT NULL`.execute(db);
+    assert.equal(others[0]!.n, 1);
+  });
+});
