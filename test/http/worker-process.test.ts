@@ -33,11 +33,11 @@ describe('npm run worker', () => {
     assert.equal(worker.output(), 'cannot start: npm run worker needs DATABASE_URL (the embedded store belongs to the server process)\n');
   });
 
-  test('runs a job\'s records with no HTTP server of its own, and stops cleanly on SIGTERM', { skip: process.env.DATABASE_URL ? false : 'needs PostgreSQL: set DATABASE_URL' }, async () => {
+  test('runs a job\'s records with no HTTP server of its own, and stops cleanly on SIGTERM; the server with WORKER_CONCURRENCY=0 runs none', { skip: process.env.DATABASE_URL ? false : 'needs PostgreSQL: set DATABASE_URL' }, async () => {
     const url = await isolatedDatabaseUrl();
     const server = await startServer({ DATABASE_URL: url, WORKER_CONCURRENCY: '0', OUTBOX_INTERVAL_MS: '0' }, 60_000);
     const harness = await openHarness(url);
-    const worker = startWorker({ DATABASE_URL: url, WORKER_CONCURRENCY: '2' });
+    let worker: ReturnType<typeof startWorker> | undefined;
     try {
       const tenant = await tenantOf(harness);
       const created = await request(server.url, 'POST', JOBS, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
@@ -49,6 +49,12 @@ describe('npm run worker', () => {
       });
       assert.deepEqual(await uploaded.json(), { received: 3, total_records: 3 });
       assert.equal((await request(server.url, 'POST', `${JOBS}${id}/start/`, { token: tenant.token })).status, 200);
+      // The server alone only serves HTTP: its started job waits, not one record run (a worker takes
+      // a record within a second of the start).
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const waiting = (await request(server.url, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json;
+      assert.deepEqual([waiting.state, waiting.counts.pending], ['queued', 3]);
+      worker = startWorker({ DATABASE_URL: url, WORKER_CONCURRENCY: '2' });
 
       const job = await waitFor('the job completes', async () => (await request(server.url, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json,
         (j) => j?.state === 'completed', 60_000);
@@ -56,12 +62,12 @@ describe('npm run worker', () => {
       assert.match(worker.output(), /"msg":"workers started"/);
       assert.doesNotMatch(worker.output(), /listening/i, 'the worker process serves no HTTP');
     } finally {
-      worker.child.kill('SIGTERM');
-      const [code] = await worker.exited;
+      worker?.child.kill('SIGTERM');
+      const [code] = worker ? await worker.exited : [0];
       await server.stop();
       await harness.close();
       assert.equal(code, 0);
-      assert.match(worker.output(), /"msg":"workers stopped"/);
+      if (worker) assert.match(worker.output(), /"msg":"workers stopped"/);
     }
   });
 });
