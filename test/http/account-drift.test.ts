@@ -40,6 +40,34 @@ async function importedAndChanged(tenant: Tenant) {
   return { payload, changed, number };
 }
 
+/**
+ * An imported account, and the same data with 23 of its stored fields changed: the billing address,
+ * both customers, both supply addresses and their meter points. DRIFT_SHOWN: the first 20, in the
+ * order they are compared (each address, then its points).
+ */
+async function importedAndChangedEverywhere(tenant: Tenant) {
+  const { payload, number } = await stageAndCreate(t, tenant);
+  const changed: AccountData = structuredClone(payload);
+  Object.assign(changed.billing_address, { street_address: '1 New Street', locality: 'Leeds', administrative_area: 'West Yorkshire', postal_code: 'LS1 4AP' });
+  changed.customers.forEach((customer, i) => {
+    Object.assign(customer, { given_name: `Given${i}`, family_name: `Family${i}`, mobile: `+44791112345${7 + i}`, landline: `020 7123 456${i}` });
+  });
+  changed.customers[0]!.email = 'someone.else@example.com';
+  changed.supply_addresses.forEach((address, i) => {
+    Object.assign(address, { supply_address1: `${i} New Road`, supply_address2: 'Headingley', supply_address3: 'Leeds', supply_postcode: 'LS6 3AA' });
+    for (const point of address.supply_points) if (point.supply_type === 'ELECTRICITY') point.identifier = `${point.identifier}9`;
+  });
+  return { changed, number };
+}
+const DRIFT_SHOWN = [
+  'billing_address.street_address', 'billing_address.locality', 'billing_address.administrative_area', 'billing_address.postal_code',
+  ...['given_name', 'family_name', 'email', 'mobile', 'landline'].map((f) => `customers.0.${f}`),
+  ...['given_name', 'family_name', 'mobile', 'landline'].map((f) => `customers.1.${f}`),
+  ...['supply_address1', 'supply_address2', 'supply_address3', 'supply_postcode'].map((f) => `supply_addresses.0.${f}`),
+  'supply_addresses.0.supply_points.0.identifier',
+  ...['supply_address1', 'supply_address2'].map((f) => `supply_addresses.1.${f}`),
+].map((attr) => `account.${attr}`);
+
 describe('drift of an already imported account', () => {
   test('on_drift warn: each changed field is a warning with its attr, stored and sent values; the record succeeds', async () => {
     const tenant = await createTenant(t);
@@ -93,6 +121,35 @@ describe('drift of an already imported account', () => {
     assert.deepEqual(record.errors.map((e: any) => [e.code, e.attr]), [
       ['account_differs', 'account.billing_address.street_address'], ['account_differs', 'account.customers.0.email'], ['account_differs', POINT],
     ]);
+    assert.deepEqual(record.warnings, []);
+  });
+
+  test('on_drift warn: more than 20 differences give the first 20 warnings, in the order compared', async () => {
+    const tenant = await createTenant(t);
+    const { changed, number } = await importedAndChangedEverywhere(tenant);
+    const { job, results, csv } = await runJob(tenant, [{ account: changed }]);
+    assert.equal(job.records_with_warnings, 1);
+    const [record] = results;
+    assert.equal(record.outcome, 'succeeded', JSON.stringify(record));
+    assert.equal(record.service_account_number, number);
+    assert.equal(record.warnings.length, 20);
+    // The later differences (the second address's third line and postcode, its meter point) are not listed.
+    assert.deepEqual(record.warnings.map((w: any) => w.attr), DRIFT_SHOWN);
+    assert.ok(record.warnings.every((w: any) => w.code === 'account_differs'));
+    assert.equal(csv[1], `1,${changed.external_account_number},succeeded,,${number},,,,0,20,account_differs`);
+  });
+
+  test('on_drift fail: more than 20 differences fail the record with the first 20 as account_differs errors', async () => {
+    const tenant = await createTenant(t);
+    const { changed, number } = await importedAndChangedEverywhere(tenant);
+    const { job, results } = await runJob(tenant, [{ account: changed }], { on_drift: 'fail' });
+    assert.equal(job.counts.failed, 1);
+    const [record] = results;
+    assert.equal(record.outcome, 'failed');
+    assert.equal(record.step, 'account');
+    assert.equal(record.service_account_number, number);
+    assert.equal(record.errors.length, 20);
+    assert.deepEqual(record.errors.map((e: any) => [e.code, e.attr]), DRIFT_SHOWN.map((attr) => ['account_differs', attr]));
     assert.deepEqual(record.warnings, []);
   });
 

@@ -257,6 +257,22 @@ describe('sorted and unsorted inputs', () => {
   });
 });
 
+describe('a clean export', () => {
+  test('converts with exit 0, saying no row was rejected and naming no rejects file', async () => {
+    const folder = join(dir, 'clean');
+    mkdirSync(folder);
+    await writeLegacyExport({ dir: folder, accounts: 12, transactionsPerAccount: 2, order: 'sorted', seed: 3 });
+    copyFileSync(join(EXAMPLE, 'mapping.yaml'), join(folder, 'mapping.yaml'));
+    const out = join(folder, 'book.ndjson');
+    const result = await cli('--mapping', join(folder, 'mapping.yaml'), '--out', out);
+    assert.equal(result.stderr, '');
+    assert.equal(result.status, 0, result.stdout);
+    assert.equal(result.stdout, `12 records written to ${out}\n0 rows rejected\n`);
+    assert.doesNotMatch(result.stdout, /rejects\.csv|see /);
+    assert.equal(bookLines(out).length, 12);
+  });
+});
+
 describe('--init', () => {
   test('prints a starting mapping from the headers: every target listed, the obvious columns filled in', async () => {
     const files = ['accounts', 'customers', 'supply_points', 'transactions', 'notes'].map((f) => join(EXAMPLE, `${f}.csv`));
