@@ -7,9 +7,9 @@ import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/index.ts';
 import { plantConflictAt } from '../support/accounts.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { twoLooks, waitUntil } from '../support/imports.ts';
-import { countedRecords } from '../support/jobs.ts';
+import { countedRecords, runJobToEnd } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
-import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
+import { buildTestApp, call, createTenant, unique, type Tenant, type TestApp } from '../support/test-app.ts';
 
 // Migration jobs (D11) over HTTP, with the queue workers of this process running the records. A
 // window of 3 records on the queue per job, so most jobs here are sent to the queue in several goes.
@@ -18,6 +18,12 @@ const t = await buildTestApp({
   WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0', JOB_PAUSE_RECHECK_SECONDS: '1', JOB_DISPATCH_WINDOW: String(WINDOW),
 });
 const db = t.store.db;
+// The two ways a record runs: `t` sends each record to the queue on its own (a window of 3 over 4
+// workers makes chunks of one line), so each runs step by step (record-pipeline.ts); `chunks`, one
+// worker and the default window, sends a started job's records as one chunk, whose new, clean
+// records are written together and whose others are handed back one line each (record-chunk.ts).
+const chunks = await buildTestApp({ WORKER_CONCURRENCY: '1', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0' });
+const PATHS = [{ path: 'one record at a time', app: t }, { path: 'in a chunk', app: chunks }] as const;
 const vendor = await startFakeVendor();
 const BASE = '/v1/data-import/migration-jobs/';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -67,6 +73,20 @@ const charge = (id: string, extra: Record<string, unknown> = {}) =>
 async function jobEvents(id: string) {
   const { rows } = await sql<{ type: string; external_account_number: string | null; data: any }>`
     SELECT type, external_account_number, data FROM events WHERE type LIKE 'migration_job.%' AND data->>'job_id' = ${id} ORDER BY id`.execute(db);
+  return rows;
+}
+
+/** The lines of each record queue job the job's records were sent in (a hand-back or a send for later is a job of its own). */
+async function recordQueueJobs(app: TestApp, id: string): Promise<number[][]> {
+  const { rows } = await sql<{ lines: number[] }>`SELECT data->'lines' AS lines FROM pgboss.job
+    WHERE name = 'migration_record' AND data->>'job_id' = ${id}`.execute(app.store.db);
+  return rows.map((r) => r.lines).sort((a, b) => a[0]! - b[0]! || b.length - a.length);
+}
+
+/** Each record's line and how many times a worker claimed it to run it. */
+async function attemptsOf(app: TestApp, id: string): Promise<Array<{ line: number; attempts: number }>> {
+  const { rows } = await sql<{ line: number; attempts: number }>`SELECT line, attempts FROM migration_job_records
+    WHERE job_id = ${id}::uuid ORDER BY line`.execute(app.store.db);
   return rows;
 }
 
@@ -435,6 +455,67 @@ describe('running a job', () => {
   });
 });
 
+describe('a record\'s supplier, team and tries, on both paths', () => {
+  for (const { path, app } of PATHS) {
+    const chunked = app === chunks;
+
+    test(`a record whose account.import_supplier is not the job's supplier fails at step account as invalid; the others succeed (${path})`, async () => {
+      const tenant = await createTenant(app);
+      const other = await createTenant(app);
+      // Another organisation's supplier, and a code no supplier has.
+      const foreign = accountPayload(other.supplier);
+      const madeUp = accountPayload(tenant.supplier, { import_supplier: unique('NO-SUCH-SUP') });
+      const records = [accountPayload(tenant.supplier), foreign, accountPayload(tenant.supplier), madeUp, accountPayload(tenant.supplier)];
+      const { id, lines } = await runJobToEnd(app, tenant, records.map((account) => ({ account })));
+      const notTheJobs = [{ code: 'invalid', attr: 'account.import_supplier', detail: `The record's supplier must be the job's supplier, "${tenant.supplier}".` }];
+      assert.deepEqual(lines.map((l) => [l.line, l.outcome, l.step, l.created, l.errors]), [
+        [1, 'succeeded', null, true, []], [2, 'failed', 'account', null, notTheJobs], [3, 'succeeded', null, true, []],
+        [4, 'failed', 'account', null, notTheJobs], [5, 'succeeded', null, true, []],
+      ]);
+      // In a chunk, the good records were written as its set and only the refused two were handed back.
+      assert.deepEqual(await recordQueueJobs(app, id), chunked ? [[1, 2, 3, 4, 5], [2], [4]] : [[1], [2], [3], [4], [5]]);
+      // Nothing was staged or created for the refused records, under any supplier.
+      const { rows } = await sql<{ n: number }>`SELECT
+          (SELECT count(*) FROM account_imports WHERE external_account_number IN (${foreign.external_account_number}, ${madeUp.external_account_number}))
+          + (SELECT count(*) FROM accounts a JOIN import_suppliers s ON s.id = a.supplier_id WHERE s.code = ${other.supplier}) AS n`.execute(app.store.db);
+      assert.equal(Number(rows[0]!.n), 0);
+    });
+
+    test(`the accounts a job creates belong to the job's operations team (${path})`, async () => {
+      const tenant = await createTenant(app);
+      // A team of the job's own, not the tenant's usual one.
+      const { operations_team: team } = await admin.createTeam(app.store.db, unique('job-team'));
+      const teamId = Number((await admin.findTeamByName(app.store.db, team))!.id);
+      const { id, lines } = await runJobToEnd(app, { ...tenant, team }, Array.from({ length: 4 }, () => ({ account: accountPayload(tenant.supplier) })));
+      assert.deepEqual(lines.map((l) => [l.line, l.outcome, l.created]), [1, 2, 3, 4].map((line) => [line, 'succeeded', true]));
+      assert.deepEqual(await recordQueueJobs(app, id), chunked ? [[1, 2, 3, 4]] : [[1], [2], [3], [4]]);
+      const { rows } = await sql<{ line: number; team: number }>`SELECT r.line, a.operations_team_id::int AS team
+        FROM migration_job_records r JOIN accounts a ON a.number = r.service_account_number
+        WHERE r.job_id = ${id}::uuid ORDER BY r.line`.execute(app.store.db);
+      assert.deepEqual(rows, [1, 2, 3, 4].map((line) => ({ line, team: teamId })));
+      const { rows: all } = await sql<{ team: number; n: number }>`SELECT a.operations_team_id::int AS team, count(*)::int AS n
+        FROM accounts a JOIN import_suppliers s ON s.id = a.supplier_id WHERE s.code = ${tenant.supplier} GROUP BY 1`.execute(app.store.db);
+      assert.deepEqual(all, [{ team: teamId, n: 4 }], 'every account of the supplier is on the job\'s team');
+    });
+
+    test(`a failure that is not transient fails at once: a record failing validation is tried once (${path})`, async () => {
+      const tenant = await createTenant(app);
+      const badPhone = accountPayload(tenant.supplier);
+      badPhone.customers[0]!.mobile = '12';
+      const { id, lines } = await runJobToEnd(app, tenant, [{ account: accountPayload(tenant.supplier) }, { account: badPhone }]);
+      assert.deepEqual(lines.map((l) => [l.line, l.outcome, l.step, l.errors.map((e) => [e.code, e.attr])]), [
+        [1, 'succeeded', null, []], [2, 'failed', 'account', [['invalid_phone_number', 'account.customers.0.mobile']]],
+      ]);
+      // One claim each (a chunk's hand-back does not count its try), and the failed record's queue job was never retried.
+      assert.deepEqual(await attemptsOf(app, id), [{ line: 1, attempts: 1 }, { line: 2, attempts: 1 }]);
+      assert.deepEqual(await recordQueueJobs(app, id), chunked ? [[1, 2], [2]] : [[1], [2]]);
+      const { rows } = await sql<{ state: string; retry_count: number }>`SELECT state, retry_count FROM pgboss.job
+        WHERE name = 'migration_record' AND data->>'job_id' = ${id} AND data->'lines' = '[2]'::jsonb`.execute(app.store.db);
+      assert.deepEqual(rows, [{ state: 'completed', retry_count: 0 }]);
+    });
+  }
+});
+
 describe('job states', () => {
   test('start: empty is migration_job_empty; started twice is migration_job_not_open', async () => {
     const tenant = await createTenant(t);
@@ -445,6 +526,23 @@ describe('job states', () => {
     await finished(tenant, job.id);
     const again = await action(tenant, job.id, 'start');
     assert.deepEqual([again.status, again.json], [400, { detail: `Migration job "${job.id}" is completed: records can only be added while it is open.`, code: 'migration_job_not_open' }]);
+  });
+
+  test('start with the JSON body {} answers as start with none: 200, the job queued', async () => {
+    const tenant = await createTenant(t);
+    const bare = await newJob(tenant);
+    const braced = await newJob(tenant);
+    for (const job of [bare, braced]) await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier) }]);
+    const none = await action(tenant, bare.id, 'start');
+    const empty = await call(t.app, 'POST', `${BASE}${braced.id}/start/`, { token: tenant.token, body: '{}', headers: { 'content-type': 'application/json' } });
+    const shown = (res: { status: number; json: any }) => [res.status, { ...res.json, id: 'ID', created_at: 'AT', started_at: res.json.started_at && 'AT' }];
+    assert.deepEqual(shown(empty), [200, {
+      id: 'ID', import_supplier: tenant.supplier, operations_team_name: tenant.team, dry_run: false, on_drift: 'warn', state: 'queued', paused: false,
+      max_records_per_minute: null, not_before: null, not_after: null, created_at: 'AT', started_at: 'AT', finished_at: null,
+      counts: { ...ZERO, total: 1, pending: 1 }, records_with_warnings: 0, errors_by_code: [], records_per_minute: 0, eta_seconds: null,
+    }]);
+    assert.deepEqual(shown(none), shown(empty));
+    for (const job of [bare, braced]) assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, succeeded: 1 });
   });
 
   test('not_before ahead: scheduled; not_after passed: records not started are cancelled with migration_window_closed', async () => {
@@ -495,6 +593,29 @@ describe('job states', () => {
     await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
     await t.directory.sync();
     assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, succeeded: 1 });
+  });
+
+  test('a paused supplier may still have jobs created and records uploaded; started, the job is paused and its records wait unclaimed', async () => {
+    const tenant = await createTenant(t);
+    await admin.setSupplier(db, tenant.supplier, { status: 'paused' });
+    await t.directory.sync();
+    const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    assert.deepEqual([created.status, created.json.state, created.json.paused, created.json.counts], [201, 'open', false, ZERO]);
+    const id = created.json.id as string;
+    assert.deepEqual(await upload(tenant, id, [{ account: accountPayload(tenant.supplier) }, { account: accountPayload(tenant.supplier) }]),
+      { status: 200, json: { received: 2, total_records: 2 } });
+    const started = await action(tenant, id, 'start');
+    // Shown paused (the supplier's pause, not the job's own): its records are pending and no worker claims them.
+    assert.deepEqual([started.status, started.json.state, started.json.paused, started.json.counts], [200, 'paused', false, { ...ZERO, total: 2, pending: 2 }]);
+    await twoLooks(t, id);
+    const waiting = await getJob(tenant, id);
+    assert.deepEqual([waiting.state, waiting.counts, waiting.started_at !== null], ['paused', { ...ZERO, total: 2, pending: 2 }, true]);
+    const { rows } = await sql<{ line: number; outcome: string; attempts: number }>`SELECT line, outcome, attempts FROM migration_job_records
+      WHERE job_id = ${id}::uuid ORDER BY line`.execute(db);
+    assert.deepEqual(rows, [{ line: 1, outcome: 'pending', attempts: 0 }, { line: 2, outcome: 'pending', attempts: 0 }]);
+    await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
+    await t.directory.sync();
+    assert.deepEqual((await finished(tenant, id)).counts, { ...ZERO, total: 2, succeeded: 2 });
   });
 });
 
