@@ -6,10 +6,12 @@ import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { ResumableSha256 } from '../../src/core/resumable-sha256.ts';
 import { openStore } from '../../src/db/store.ts';
+import * as admin from '../../src/modules/admin/index.ts';
 import { ndjsonLines } from '../../src/modules/migration-jobs/index.ts';
+import { startFakeVendor } from '../support/fake-vendor.ts';
 import { onPostgres, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
-import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
+import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
 
 // Reconciliation over HTTP: jobs run by this process's queue workers, then the legacy figures, the
 // file's and the store's set side by side; the store is changed behind a finished job by SQL.
@@ -200,6 +202,28 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
     assert.equal((await exceptions(tenant, id, 'text/csv')).body, 'line,external_account_number,measure,file,migrated\r\n'
       + `1,${a.external_account_number},balance_total,-7.25,-7.26\r\n2,${b.external_account_number},transactions,2,1\r\n`
       + `2,${b.external_account_number},balance_total,-7.25,-12.30\r\n`);
+  });
+
+  test('payment instructions: a record sending one counts when its account holds an active one; deactivated in the store, it differs', async () => {
+    const tenant = await createTenant(t);
+    const vendor = await startFakeVendor();
+    const code = unique('VEND');
+    await admin.createVendor(db, code, { kind: 'http', url: vendor.url, timeoutMs: 2000 });
+    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+    const id = await newJob(tenant, { ...bookOf(a, b), payment_instructions: 1 });
+    vendor.set(`PI-${a.external_account_number}`, 'found');
+    const withInstruction = { ...record(a), payment_instruction: { vendor: code, reference: `PI-${a.external_account_number}`, type: 'CARD' } };
+    await upload(tenant, id, [withInstruction, record(b)].map((r) => JSON.stringify(r)).join('\n'));
+    await runJob(tenant, id);
+    const balanced = await report(tenant, id);
+    assert.deepEqual([balanced.json.verdict, measuresOf(balanced.json).payment_instructions], ['balanced', [1, 1, 1, 'balanced']]);
+    await sql`UPDATE payment_instructions SET active = false WHERE account_id =
+      (SELECT id FROM accounts WHERE external_account_number = ${a.external_account_number})`.execute(db);
+    const differs = await report(tenant, id);
+    assert.deepEqual([differs.json.verdict, measuresOf(differs.json).payment_instructions], ['differs', [1, 1, 0, 'differs']]);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 1, external_account_number: a.external_account_number, measure: 'payment_instructions', file: 1, migrated: 0 },
+    ]);
   });
 
   test('items the line does not name count in no keyed measure, but every transaction counts in the balance', async () => {
