@@ -12,6 +12,19 @@ const t = await buildTestApp({ WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '1', JO
 const db = t.store.db;
 const BASE = '/v1/data-import/migration-jobs/';
 
+/** A job created and its `lines` uploaded as they are (not started): answers its id. */
+async function uploadedJob(tenant: Tenant, lines: string[]): Promise<string> {
+  const job = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+  assert.equal(job.status, 201, job.body);
+  const id = job.json.id as string;
+  const up = await t.app.inject({ method: 'POST', url: `${BASE}${id}/records/`, payload: lines.join('\n'),
+    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+  assert.equal(up.statusCode, 200, up.body);
+  return id;
+}
+
+const getJob = async (tenant: Tenant, id: string) => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json;
+
 /**
  * A finished job of six lines: three accounts that import, one that fails validation (never staged),
  * a line that is not JSON, and the first account again (a duplicate).
@@ -21,15 +34,35 @@ async function finishedJob(tenant: Tenant) {
   const bad = accountPayload(tenant.supplier);
   bad.customers[0]!.mobile = 'abc';
   const lines = [...good.map((account) => JSON.stringify({ account })), JSON.stringify({ account: bad }), '{not json', JSON.stringify({ account: good[0] })];
-  const job = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
-  assert.equal(job.status, 201, job.body);
-  const id = job.json.id as string;
-  const up = await t.app.inject({ method: 'POST', url: `${BASE}${id}/records/`, payload: lines.join('\n'),
-    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
-  assert.equal(up.statusCode, 200, up.body);
+  return { id: await ranJob(tenant, lines), good, bad };
+}
+
+/** uploadedJob, then started and followed until it completes: answers its id. */
+async function ranJob(tenant: Tenant, lines: string[]): Promise<string> {
+  const id = await uploadedJob(tenant, lines);
   assert.equal((await call(t.app, 'POST', `${BASE}${id}/start/`, { token: tenant.token })).status, 200);
-  await waitUntil(async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.state === 'completed', `job ${id} completed`, 60_000);
-  return { id, good, bad };
+  await waitUntil(async () => (await getJob(tenant, id)).state === 'completed', `job ${id} completed`, 60_000);
+  return id;
+}
+
+/**
+ * A completed job of six lines whose failures tell the first error from the others: two accounts
+ * with a mobile that is no phone number, one with a billing country that is no country, one with a
+ * mobile that is no phone number and a date of birth that is no date (two errors, the mobile's
+ * first), a line that is not JSON, and an account that imports.
+ */
+async function failuresJob(tenant: Tenant) {
+  const account = (change: (a: ReturnType<typeof accountPayload>) => void) => {
+    const a = accountPayload(tenant.supplier);
+    change(a);
+    return a;
+  };
+  const phones = [account((a) => { a.customers[0]!.mobile = '12'; }), account((a) => { a.customers[0]!.mobile = '12'; })];
+  const country = account((a) => { a.billing_address.country = 'ZZ'; });
+  const twoErrors = account((a) => { a.customers[0]!.mobile = '12'; a.customers[0]!.date_of_birth = 'yesterday'; });
+  const lines = [...phones, country, twoErrors].map((a) => JSON.stringify({ account: a }));
+  lines.push('{not json', JSON.stringify({ account: accountPayload(tenant.supplier) }));
+  return { id: await ranJob(tenant, lines), twoErrors };
 }
 
 const search = (tenant: Tenant, id: string, query: string) => call(t.app, 'GET', `${BASE}${id}/records/search/?${query}`, { token: tenant.token });
@@ -75,6 +108,74 @@ describe('GET migration-jobs/<id>/records/search/', () => {
     const stats = await call(t.app, 'GET', `/v1/data-import/stats/${tenant.supplier}/`, { token: tenant.token });
     // The invalid account, the unreadable line and the duplicate; the three good accounts are imported.
     assert.deepEqual(stats.json.counts, { staged: 0, in_progress: 0, imported: 3, failed: 0, skipped: 0, rejected: 3 });
+  });
+});
+
+describe('a job\'s failures', () => {
+  test('errors_by_code counts the first error of each failed record only, largest first, then by code', async () => {
+    const tenant = await createTenant(t);
+    const { id } = await failuresJob(tenant);
+    // Line 4's second error (invalid, at the date of birth) is not counted; invalid_country and
+    // parse_error, one record each, are in code order.
+    const expected = [{ code: 'invalid_phone_number', count: 3 }, { code: 'invalid_country', count: 1 }, { code: 'parse_error', count: 1 }];
+    const job = await getJob(tenant, id);
+    assert.deepEqual([job.state, job.counts.failed, job.errors_by_code], ['completed', 5, expected]);
+    const list = await call(t.app, 'GET', `${BASE}?import_supplier=${tenant.supplier}`, { token: tenant.token });
+    assert.deepEqual(list.json.map((j: any) => [j.id, j.errors_by_code]), [[id, expected]]);
+  });
+
+  test('the CSV results give a record\'s first error in the error columns and how many it has in error_count', async () => {
+    const tenant = await createTenant(t);
+    const { id, twoErrors } = await failuresJob(tenant);
+    const headers = { authorization: `Token ${tenant.token}` };
+    const ndjson = await t.app.inject({ method: 'GET', url: `${BASE}${id}/records/?outcome=failed`, headers });
+    const line4 = ndjson.body.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r: any) => r.line === 4);
+    assert.deepEqual(line4.errors.map((e: any) => [e.code, e.attr]),
+      [['invalid_phone_number', 'account.customers.0.mobile'], ['invalid', 'account.customers.0.date_of_birth']]);
+    const csv = await t.app.inject({ method: 'GET', url: `${BASE}${id}/records/?outcome=failed`, headers: { ...headers, accept: 'text/csv' } });
+    assert.equal(csv.statusCode, 200, csv.body);
+    const rows = csv.body.split('\r\n');
+    assert.equal(rows[0], 'line,external_account_number,outcome,step,service_account_number,error_code,error_attr,error_detail,error_count,warning_count,first_warning_code');
+    assert.deepEqual(rows.filter((row) => row.startsWith('4,')), [`4,${twoErrors.external_account_number},failed,account,,invalid_phone_number,`
+      + 'account.customers.0.mobile,Enter a valid phone number in international format with a leading +.,2,0,']);
+  });
+});
+
+describe('a running job\'s rate and ETA', () => {
+  test('eta_seconds: the records left (pending and running) at records_per_minute, taken over five minutes or since the job began', async () => {
+    const tenant = await createTenant(t);
+    const id = await uploadedJob(tenant, Array.from({ length: 15 }, () => JSON.stringify({ account: accountPayload(tenant.supplier) })));
+    // The job is never started, so no worker claims its records: its progress is written as workers
+    // would leave it (as dashboard.test.ts does), an hour after it began running.
+    const twoErrors = JSON.stringify([{ code: 'invalid_phone_number', attr: 'account.customers.0.mobile', detail: 'Enter a valid phone number.' },
+      { code: 'invalid', attr: 'account.customers.0.date_of_birth', detail: 'Date has wrong format.' }]);
+    await sql`UPDATE migration_jobs SET state = 'running', started_at = now() - interval '1 hour' WHERE id = ${id}::uuid`.execute(db);
+    await sql`UPDATE migration_job_records SET outcome = 'succeeded', finished_at = now() - interval '1 minute' WHERE job_id = ${id}::uuid AND line <= 8`.execute(db);
+    await sql`UPDATE migration_job_records SET outcome = 'failed', step = 'account', finished_at = now() - interval '4 minutes', errors = ${twoErrors}::jsonb
+      WHERE job_id = ${id}::uuid AND line BETWEEN 9 AND 10`.execute(db);
+    await sql`UPDATE migration_job_records SET outcome = 'succeeded', finished_at = now() - interval '20 minutes' WHERE job_id = ${id}::uuid AND line BETWEEN 11 AND 12`.execute(db);
+    await sql`UPDATE migration_job_records SET outcome = 'running' WHERE job_id = ${id}::uuid AND line = 13`.execute(db);
+    const pace = (job: any) => ({ state: job.state, counts: job.counts, errors_by_code: job.errors_by_code, records_per_minute: job.records_per_minute, eta_seconds: job.eta_seconds });
+
+    // 10 records finished in the last five minutes (not the two of 20 minutes ago): 2 a minute; 3
+    // left (lines 13-15) take 90 s. A running job counts the first error of each failed record too.
+    assert.deepEqual(pace(await getJob(tenant, id)), {
+      state: 'running', counts: { total: 15, pending: 2, running: 1, succeeded: 10, skipped: 0, failed: 2, cancelled: 0 },
+      errors_by_code: [{ code: 'invalid_phone_number', count: 2 }], records_per_minute: 2, eta_seconds: 90,
+    });
+
+    // Begun 10 s ago, 14 records finished since (lines 13 and 14 too): the rate is taken over half a
+    // minute (the least), 28 a minute, and the one left (line 15) takes 60 / 28 s, rounded up to 3.
+    await sql`UPDATE migration_jobs SET started_at = now() - interval '10 seconds' WHERE id = ${id}::uuid`.execute(db);
+    await sql`UPDATE migration_job_records SET outcome = 'succeeded' WHERE job_id = ${id}::uuid AND line BETWEEN 13 AND 14`.execute(db);
+    await sql`UPDATE migration_job_records SET finished_at = now() - interval '5 seconds' WHERE job_id = ${id}::uuid AND line <= 14`.execute(db);
+    const young = await getJob(tenant, id);
+    assert.deepEqual([young.state, young.counts.pending, young.counts.running, young.records_per_minute, young.eta_seconds], ['running', 1, 0, 28, 3]);
+
+    // Nothing left (the job not yet marked completed): no ETA, while the rate still shows.
+    await sql`UPDATE migration_job_records SET outcome = 'succeeded', finished_at = now() WHERE job_id = ${id}::uuid AND line = 15`.execute(db);
+    const done = await getJob(tenant, id);
+    assert.deepEqual([done.state, done.counts.pending + done.counts.running, done.records_per_minute, done.eta_seconds], ['running', 0, 30, null]);
   });
 });
 
