@@ -14,9 +14,10 @@ import * as admin from '../../src/modules/admin/index.ts';
 import type { Job } from '../../src/cli/migrate/api-session.ts';
 import { pace, summary } from '../../src/cli/migrate/format.ts';
 import { runImportMigrate } from '../../src/cli/migrate/import-migrate.ts';
+import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { migrationRecord, writeMigrationFile } from '../support/migration-file.ts';
 import { request, startServer } from '../support/server-process.ts';
-import { isolatedDatabaseUrl } from '../support/imports.ts';
+import { isolatedDatabaseUrl, STAGE_URL } from '../support/imports.ts';
 import { unique } from '../support/test-app.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
 
@@ -90,6 +91,18 @@ async function scheduledJob(): Promise<string> {
   });
   assert.equal((await request(server.url, 'POST', `${BASE}${id}/start/`, { headers: auth })).json.state, 'scheduled');
   return id;
+}
+/** How a usage error of `run` ends (the synopsis, its lines joined by "; "). */
+const RUN_USAGE = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--on-drift warn|fail] [--not-before T] [--not-after T] [--max-rate N]; import-migrate run FILE --resume JOB';
+
+/** import-admin beside the running server: through its admin socket (embedded store), or on PostgreSQL itself. */
+async function adminCli(argv: string[]): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const status = await runImportAdmin(argv, {
+    env: { ...process.env, DATABASE_URL: databaseUrl ?? '', DATA_DIR: dataDir }, out: (text) => { stdout += text; }, err: (text) => { stderr += text; },
+  });
+  return { status, stdout, stderr };
 }
 const PHONE_ERROR = {
   code: 'invalid_phone_number', attr: 'account.customers.0.mobile', detail: 'Enter a valid phone number in international format with a leading +.',
@@ -232,6 +245,48 @@ describe('import-migrate run', () => {
     assert.match(run.stderr, new RegExp(`^import-migrate: job ${id} is (queued|running|completed) with 1 of the 3 records of ${path.replace(/[.]/g, '\\.')}; `
       + 'it takes no more records: upload the rest in a new job\\n$'));
   });
+  test('run --not-after T reaches the job it creates; a time without its UTC Z is refused (exit 2)', async () => {
+    const { path } = await file('not-after.ndjson', 2);
+    const notAfter = '2099-06-30T12:00:00Z';
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--not-after', notAfter, '--json');
+    assert.equal(run.status, 0, run.stderr);
+    const out = JSON.parse(run.stdout);
+    assert.deepEqual([out.job.not_after, out.job.not_before, out.job.state, out.job.counts.succeeded], [notAfter, null, 'completed', 2]);
+    const job = await request(server.url, 'GET', `${BASE}${out.job.id}/`, { token: await token() });
+    assert.equal(job.json.not_after, notAfter);
+    // No job is made for a time that is not UTC: refused before the service is asked.
+    for (const local of ['2099-01-01', '2099-01-01T00:00:00', '2099-01-01T00:00:00+01:00']) {
+      assert.deepEqual(await inProcess(['run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--not-after', local, '--url', server.url]), {
+        status: 2, stdout: '', stderr: `import-migrate: --not-after must be a UTC time like 2026-01-31T22:00:00Z; ${RUN_USAGE}\n`,
+      }, local);
+    }
+  });
+
+  test('a skipped record is not a failure: exit 0, and the summary counts it', async () => {
+    const skipped = migrationRecord(tenant.supplier, false) as { account: { external_account_number: string } };
+    const records = [migrationRecord(tenant.supplier, false), skipped, migrationRecord(tenant.supplier, false)];
+    const path = join(dir, 'with-skipped.ndjson');
+    writeFileSync(path, `${records.map((r) => JSON.stringify(r)).join('\n')}\n`);
+    // Staged and marked to skip before the run (import-admin account skip, beside the running server).
+    const staged = await request(server.url, 'POST', STAGE_URL, { token: await token(), body: skipped.account });
+    assert.ok([200, 201].includes(staged.status), staged.text);
+    const skip = await adminCli(['account', 'skip', tenant.supplier, skipped.account.external_account_number]);
+    assert.equal(skip.status, 0, skip.stderr);
+
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team);
+    assert.equal(run.status, 0, run.stderr);
+    const id = new RegExp(`^Job (${UUID}) `).exec(run.stdout)?.[1];
+    assert.ok(id, run.stdout);
+    assert.equal(run.stdout.replace(/ in \d+s/, ' in Ns'), [
+      `Job ${id} completed in Ns`, '  succeeded  2', '  skipped    1', '  failed     0', '  cancelled  0', '  total      3', '',
+    ].join('\n'));
+    const results = await migrateCli('results', id!);
+    assert.deepEqual(results.stdout.trimEnd().split('\n').map((l) => JSON.parse(l)).map((r) => [r.line, r.external_account_number, r.outcome]),
+      records.map((r, i) => [i + 1, (r as typeof skipped).account.external_account_number, i === 1 ? 'skipped' : 'succeeded']));
+    const json = await migrateCli('watch', id!, '--json');
+    assert.equal(json.status, 0, json.stderr);
+    assert.deepEqual(JSON.parse(json.stdout).job.counts, { total: 3, pending: 0, running: 0, succeeded: 2, skipped: 1, failed: 0, cancelled: 0 });
+  });
 });
 
 describe('import-migrate job commands', () => {
@@ -351,6 +406,34 @@ describe('import-migrate client details', () => {
     assert.equal(refused.status, 2);
   });
 
+  test('without --url or IMPORT_URL the service is http://127.0.0.1:8000: unreachable there, exit 2', async (t) => {
+    // Port 8000 is held here by a listener that drops each connection once the request arrives (a
+    // drop before it makes Node's fetch hang): the service cannot be reached there whatever else runs
+    // on this machine, and the client's attempts are seen arriving.
+    const requests: string[] = [];
+    const holder = createServer((socket) => socket.once('data', (head) => {
+      requests.push(head.toString('latin1').split('\r\n')[0]!);
+      socket.destroy();
+    }));
+    const held = await new Promise<boolean>((resolve) => {
+      holder.once('error', () => resolve(false));
+      holder.listen(8000, '127.0.0.1', () => resolve(true));
+    });
+    if (!held) {
+      t.skip('something else listens on 127.0.0.1:8000');
+      return;
+    }
+    try {
+      const run = await inProcess(['status', '00000000-0000-4000-8000-000000000000'], { IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_RETRY_DELAY_MS: '10' });
+      assert.equal(run.status, 2, run.stderr);
+      assert.equal(run.stdout, '');
+      assert.match(run.stderr, /^import-migrate: cannot reach the service at http:\/\/127\.0\.0\.1:8000: (UND_ERR_SOCKET|ECONNRESET|EPIPE)\n$/);
+      assert.ok(requests.length > 0 && requests.every((line) => line === 'POST /graphql HTTP/1.1'), requests.join('\n'));
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  });
+
   test('Ctrl-C during an upload: the count kept is the job\'s, and the resume hint runs as printed', async () => {
     const { path, lines } = await file('big.ndjson', 4000);
     const child = spawn(process.execPath, ['bin/import-migrate.js', 'run', path, '--supplier', tenant.supplier, '--team', tenant.team,
@@ -404,7 +487,7 @@ describe('import-migrate client details', () => {
 });
 
 describe('import-migrate exit 2', () => {
-  const usage = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--on-drift warn|fail] [--not-before T] [--not-after T] [--max-rate N]; import-migrate run FILE --resume JOB';
+  const usage = RUN_USAGE;
   for (const [args, reason] of [
     [['bogus'], 'unknown command "bogus"; run import-migrate --help'],
     [[], 'no command given; run import-migrate --help'],
