@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { bucketSecondsFor } from '../../src/modules/migration-jobs/index.ts';
-import { waitUntil } from '../support/imports.ts';
+import { runJobToEnd, uploadedJob } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 
@@ -11,17 +11,6 @@ import { buildTestApp, call, createTenant, type Tenant } from '../support/test-a
 const t = await buildTestApp({ WORKER_CONCURRENCY: '4', JOB_RETRY_LIMIT: '1', JOB_RETRY_DELAY_SECONDS: '0' });
 const db = t.store.db;
 const BASE = '/v1/data-import/migration-jobs/';
-
-/** A job created and its `lines` uploaded as they are (not started): answers its id. */
-async function uploadedJob(tenant: Tenant, lines: string[]): Promise<string> {
-  const job = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
-  assert.equal(job.status, 201, job.body);
-  const id = job.json.id as string;
-  const up = await t.app.inject({ method: 'POST', url: `${BASE}${id}/records/`, payload: lines.join('\n'),
-    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
-  assert.equal(up.statusCode, 200, up.body);
-  return id;
-}
 
 const getJob = async (tenant: Tenant, id: string) => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json;
 
@@ -34,15 +23,7 @@ async function finishedJob(tenant: Tenant) {
   const bad = accountPayload(tenant.supplier);
   bad.customers[0]!.mobile = 'abc';
   const lines = [...good.map((account) => JSON.stringify({ account })), JSON.stringify({ account: bad }), '{not json', JSON.stringify({ account: good[0] })];
-  return { id: await ranJob(tenant, lines), good, bad };
-}
-
-/** uploadedJob, then started and followed until it completes: answers its id. */
-async function ranJob(tenant: Tenant, lines: string[]): Promise<string> {
-  const id = await uploadedJob(tenant, lines);
-  assert.equal((await call(t.app, 'POST', `${BASE}${id}/start/`, { token: tenant.token })).status, 200);
-  await waitUntil(async () => (await getJob(tenant, id)).state === 'completed', `job ${id} completed`, 60_000);
-  return id;
+  return { id: (await runJobToEnd(t, tenant, lines)).id, good, bad };
 }
 
 /**
@@ -62,7 +43,7 @@ async function failuresJob(tenant: Tenant) {
   const twoErrors = account((a) => { a.customers[0]!.mobile = '12'; a.customers[0]!.date_of_birth = 'yesterday'; });
   const lines = [...phones, country, twoErrors].map((a) => JSON.stringify({ account: a }));
   lines.push('{not json', JSON.stringify({ account: accountPayload(tenant.supplier) }));
-  return { id: await ranJob(tenant, lines), twoErrors };
+  return { id: (await runJobToEnd(t, tenant, lines)).id, twoErrors };
 }
 
 const search = (tenant: Tenant, id: string, query: string) => call(t.app, 'GET', `${BASE}${id}/records/search/?${query}`, { token: tenant.token });
@@ -144,7 +125,7 @@ describe('a job\'s failures', () => {
 describe('a running job\'s rate and ETA', () => {
   test('eta_seconds: the records left (pending and running) at records_per_minute, taken over five minutes or since the job began', async () => {
     const tenant = await createTenant(t);
-    const id = await uploadedJob(tenant, Array.from({ length: 15 }, () => JSON.stringify({ account: accountPayload(tenant.supplier) })));
+    const id = await uploadedJob(t, tenant, Array.from({ length: 15 }, () => JSON.stringify({ account: accountPayload(tenant.supplier) })));
     // The job is never started, so no worker claims its records: its progress is written as workers
     // would leave it (as dashboard.test.ts does), an hour after it began running.
     const twoErrors = JSON.stringify([{ code: 'invalid_phone_number', attr: 'account.customers.0.mobile', detail: 'Enter a valid phone number.' },

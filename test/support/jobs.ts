@@ -14,23 +14,29 @@ export interface RecordResult {
   errors: Array<{ code: string; attr: string; detail: string }>;
 }
 
-/** Creates, uploads and starts a job of `records`; answers its id. */
-export async function startJob(t: TestApp, tenant: Tenant, records: object[], options: { dryRun?: boolean } = {}): Promise<string> {
+/** Creates a job and uploads its lines (a record, or a line's text as it is), not started; answers its id. */
+export async function uploadedJob(t: TestApp, tenant: Tenant, records: Array<object | string>, options: { dryRun?: boolean } = {}): Promise<string> {
   const body = { import_supplier: tenant.supplier, operations_team_name: tenant.team, ...(options.dryRun ? { dry_run: true } : {}) };
   const created = await call(t.app, 'POST', JOBS, { token: tenant.token, body });
   assert.equal(created.status, 201, created.body);
   const id = created.json.id as string;
   const res = await t.app.inject({
-    method: 'POST', url: `${JOBS}${id}/records/`, payload: records.map((r) => JSON.stringify(r)).join('\n'),
+    method: 'POST', url: `${JOBS}${id}/records/`, payload: records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n'),
     headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' },
   });
   assert.equal(res.statusCode, 200, res.body);
+  return id;
+}
+
+/** Creates, uploads and starts a job of `records`; answers its id. */
+export async function startJob(t: TestApp, tenant: Tenant, records: Array<object | string>, options: { dryRun?: boolean } = {}): Promise<string> {
+  const id = await uploadedJob(t, tenant, records, options);
   assert.equal((await call(t.app, 'POST', `${JOBS}${id}/start/`, { token: tenant.token })).status, 200);
   return id;
 }
 
 /** startJob, then waits for the job to complete and answers its id and its records' results in line order. */
-export async function runJobToEnd(t: TestApp, tenant: Tenant, records: object[], options: { dryRun?: boolean } = {}): Promise<{ id: string; lines: RecordResult[] }> {
+export async function runJobToEnd(t: TestApp, tenant: Tenant, records: Array<object | string>, options: { dryRun?: boolean } = {}): Promise<{ id: string; lines: RecordResult[] }> {
   const id = await startJob(t, tenant, records, options);
   let view: { state: string; counts: Record<string, number> } | undefined;
   await waitUntil(async () => (view = (await call(t.app, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json).state === 'completed', `job ${id} completes`, 60_000);
