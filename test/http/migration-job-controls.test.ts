@@ -161,7 +161,7 @@ describe('max_records_per_minute', () => {
     assert.equal((await getJob(tenant, id)).max_records_per_minute, null);
   });
 
-  test('a throttled job runs within 10% of its limit', async () => {
+  test('a throttled job never runs faster than its limit, nor far below it', async () => {
     const tenant = await createTenant(t);
     const limit = 240;
     const records = 61; // 60 gaps of a quarter of a second: about 15 s
@@ -172,6 +172,12 @@ describe('max_records_per_minute', () => {
     const { first, last, n } = rows[0]!;
     assert.equal(n, records);
     const perMinute = ((n - 1) / (last.getTime() - first.getTime())) * 60_000;
-    assert.ok(Math.abs(perMinute - limit) <= limit * 0.1, `measured ${perMinute.toFixed(1)} records a minute against a limit of ${limit}`);
+    // The limit is a ceiling: at most 10% over it (the measure's own slack). Below it, the records'
+    // own time and the machine's load count too: on a busy two-core machine (the suite runs two files
+    // at once) a quarter of a second a record was missed by up to 35% (156.5 a minute, beside a CI
+    // run). A pacing that waited for twice the gap, or longer, still fails the floor of half.
+    const measured = `measured ${perMinute.toFixed(1)} records a minute against a limit of ${limit}`;
+    assert.ok(perMinute <= limit * 1.1, measured);
+    assert.ok(perMinute >= limit * 0.5, measured);
   });
 });
