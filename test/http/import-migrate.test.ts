@@ -407,9 +407,9 @@ describe('import-migrate client details', () => {
   });
 
   test('without --url or IMPORT_URL the service is http://127.0.0.1:8000: unreachable there, exit 2', async (t) => {
-    // Port 8000 is held here by a listener that drops each connection once the request arrives (a
-    // drop before it makes Node's fetch hang): the service cannot be reached there whatever else runs
-    // on this machine, and the client's attempts are seen arriving.
+    // Port 8000 is held here by a listener that drops each connection once the request arrives: the
+    // service cannot be reached there whatever else runs on this machine, and the client's attempts
+    // are seen arriving.
     const requests: string[] = [];
     const holder = createServer((socket) => socket.once('data', (head) => {
       requests.push(head.toString('latin1').split('\r\n')[0]!);
@@ -520,6 +520,25 @@ describe('import-migrate exit 2', () => {
     const port = await freePort();
     const run = await cli(['status', 'J', '--url', `http://127.0.0.1:${port}`]);
     assert.deepEqual(run, { status: 2, stdout: '', stderr: `import-migrate: cannot reach the service at http://127.0.0.1:${port}: ECONNREFUSED\n` });
+  });
+
+  test('a server that accepts each connection and closes it at once cannot be reached: exit 2, every time', { timeout: 30_000 }, async () => {
+    // Node 20's built-in fetch never settled here: the process then ended with exit 13 and said nothing.
+    let connections = 0;
+    const closer = createServer((socket) => { connections++; socket.destroy(); });
+    await new Promise<void>((resolve) => closer.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(closer.address() as { port: number }).port}`;
+    try {
+      for (let run = 0; run < 5; run++) {
+        const result = await inProcess(['status', 'J', '--url', url], { IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_RETRY_DELAY_MS: '10' });
+        assert.equal(result.status, 2, result.stderr);
+        assert.equal(result.stdout, '');
+        assert.match(result.stderr, new RegExp(`^import-migrate: cannot reach the service at ${url}: (UND_ERR_SOCKET|ECONNRESET|EPIPE)\n$`));
+      }
+      assert.ok(connections >= 5 * 5, `the client tried each run five times: ${connections} connections`);
+    } finally {
+      await new Promise((resolve) => closer.close(resolve));
+    }
   });
 
   test('a wrong API key is refused (exit 1)', async () => {

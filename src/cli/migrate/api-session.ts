@@ -1,9 +1,13 @@
 import createClient, { type Client } from 'openapi-fetch';
+import { fetch, Request, type Response } from 'undici';
 import type { components, paths } from '../../client/api-types.ts';
 
 // The HTTP side of import-migrate: one typed client (openapi-fetch over the generated types) whose
 // fetch adds the token, refreshes it, and retries what is worth retrying. The client never imports
 // the service's code: the generated types are the whole contract.
+// Its fetch and Request are the undici package's, not node 20's built-in ones: the built-in fetch
+// never settles when a server accepts the connection and closes it at once, and the process then
+// ends with nothing said (exit 13) instead of "cannot reach the service" (exit 2).
 // The document's components are named after the service's schemas (`$id`), so they are stable names.
 export type Job = components['schemas']['MigrationJob'];
 export type RecordResult = components['schemas']['MigrationJobRecordResult'];
@@ -39,7 +43,12 @@ export class ApiSession {
   private refreshExpiresAt = 0;
 
   constructor(readonly baseUrl: string, private readonly apiKey: string, readonly retry: RetryPolicy) {
-    this.client = createClient<paths>({ baseUrl, fetch: (request) => this.send(request, true) });
+    this.client = createClient<paths>({
+      baseUrl,
+      // The same classes at run time; the DOM types and undici's own differ only on paper.
+      Request: Request as unknown as typeof globalThis.Request,
+      fetch: (request) => this.send(request as unknown as Request, true) as unknown as Promise<globalThis.Response>,
+    });
   }
 
   /** The fetch of requests whose body cannot be sent twice (the streamed upload): no retry here. */
@@ -150,7 +159,7 @@ function causeOf(error: unknown): string {
 }
 
 /** The answer's data, or an ApiError with the service's own reason (D4 error body). */
-export function dataOf<T>(result: { data?: T; error?: unknown; response: Response }): T {
+export function dataOf<T>(result: { data?: T; error?: unknown; response: globalThis.Response }): T {
   if (result.error === undefined && result.response.ok) return result.data as T;
   const body = (result.error ?? {}) as { code?: string; detail?: string; errors?: Array<{ attr?: string; detail?: string }> };
   const first = body.errors?.[0];
