@@ -49,3 +49,10 @@ test('every default the README\'s configuration table gives is the one the servi
   });
   assert.deepEqual(differing, []);
 });
+
+test('events are kept at least 30 days: EVENTS_RETENTION_DAYS below 30 is refused, 30 and more are taken', () => {
+  assert.throws(() => loadConfig({ EVENTS_RETENTION_DAYS: '29' }), (error: unknown) => error instanceof ConfigError
+    && error.message === 'invalid configuration:\n  - EVENTS_RETENTION_DAYS must be a whole number from 30 to 3650, got "29"');
+  assert.deepEqual([loadConfig({}).eventsRetentionDays, loadConfig({ EVENTS_RETENTION_DAYS: '30' }).eventsRetentionDays,
+    loadConfig({ EVENTS_RETENTION_DAYS: '400' }).eventsRetentionDays], [30, 30, 400]);
+});

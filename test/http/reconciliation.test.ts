@@ -266,6 +266,32 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
     ]);
   });
 
+  test('a started job that is paused is incomplete; once cancelled it has finished, and what never ran differs as not migrated', async () => {
+    const tenant = await createTenant(t);
+    const [a, b] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+    const id = await newJob(tenant, { accounts: 2 });
+    await upload(tenant, id, `${JSON.stringify(record(a))}\n${JSON.stringify(record(b))}`);
+    // The supplier's pause holds the started job's records unclaimed: nothing of it runs.
+    await admin.setSupplier(db, tenant.supplier, { status: 'paused' });
+    await t.directory.sync();
+    try {
+      assert.equal((await call(t.app, 'POST', `${BASE}${id}/start/`, { token: tenant.token })).json.state, 'paused');
+      const paused = (await report(tenant, id)).json;
+      assert.deepEqual([paused.job_state, paused.verdict, measuresOf(paused).accounts], ['paused', 'incomplete', [2, 2, 0, 'differs']]);
+
+      const cancelled = await call(t.app, 'POST', `${BASE}${id}/cancel/`, { token: tenant.token });
+      assert.deepEqual([cancelled.status, cancelled.json.state], [200, 'cancelled']);
+      const res = (await report(tenant, id)).json;
+      assert.deepEqual([res.job_state, res.verdict, res.exceptions], ['cancelled', 'differs', 2]);
+      assert.deepEqual(measuresOf(res).accounts, [2, 2, 0, 'differs']);
+      assert.deepEqual(await exceptionLines(tenant, id), [a, b].map((account, at) => (
+        { line: at + 1, external_account_number: account.external_account_number, measure: 'not_migrated', file: null, migrated: null })));
+    } finally {
+      await admin.setSupplier(db, tenant.supplier, { status: 'ongoing' });
+      await t.directory.sync();
+    }
+  });
+
   test('another organisation\'s job, or an unknown one, is 404 not_found; a bad control total is 400', async () => {
     const tenant = await createTenant(t);
     const other = await createTenant(t);
