@@ -438,6 +438,49 @@ describe('running a job', () => {
     }
   });
 
+  test('a step the database rolls back on every try is retried, then fails with service_unavailable at that step', async () => {
+    const tenant = await createTenant(t);
+    const body = unique('ROLLED-BACK');
+    const planted = await plantConflictAt(t.store.db, { table: 'notes', event: 'INSERT', when: `NEW.body = '${body}'`, times: 1_000 }, '40001');
+    try {
+      const job = await newJob(tenant);
+      await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier), notes: [{ body }] }]);
+      await action(tenant, job.id, 'start');
+      assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, failed: 1 });
+      const [line] = await resultsOf(tenant, job.id);
+      assert.deepEqual([line.outcome, line.step, line.created, line.errors], ['failed', 'notes', true, [
+        { code: 'service_unavailable', attr: 'notes', detail: 'The database rolled this step back because it conflicted with other work.' },
+      ]]);
+      const kept = await sql<{ n: number }>`SELECT count(*)::int AS n FROM notes WHERE body = ${body}`.execute(t.store.db);
+      assert.equal(kept.rows[0]!.n, 0, 'the rolled-back note is not stored');
+      // One try and JOB_RETRY_LIMIT=2 retries.
+      const { rows } = await sql<{ attempts: number }>`SELECT attempts FROM migration_job_records WHERE job_id = ${job.id}::uuid`.execute(t.store.db);
+      assert.deepEqual(rows, [{ attempts: 3 }]);
+    } finally {
+      await planted.remove();
+    }
+  });
+
+  test('a record whose queue job fails on every try, outside the pipeline, is given up: failed as service_unavailable, not left running', async () => {
+    const tenant = await createTenant(t);
+    const account = accountPayload(tenant.supplier);
+    // Its claim is refused by the store on the one try and the JOB_RETRY_LIMIT=2 retries; the give-up's own claim then succeeds.
+    const planted = await plantConflictAt(t.store.db, { table: 'migration_job_records', event: 'UPDATE',
+      when: `NEW.outcome = 'running' AND NEW.external_account_number = '${account.external_account_number}'`, times: 3 }, '40001');
+    try {
+      const job = await newJob(tenant);
+      await upload(tenant, job.id, [{ account }]);
+      await action(tenant, job.id, 'start');
+      assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, failed: 1 });
+      const [line] = await resultsOf(tenant, job.id);
+      assert.deepEqual([line.outcome, line.step, line.created, line.errors], ['failed', 'account', null, [
+        { code: 'service_unavailable', attr: 'non_field_errors', detail: 'The record could not be run after 3 tries (a worker stopped or the store was unavailable).' },
+      ]]);
+    } finally {
+      await planted.remove();
+    }
+  });
+
   test('a transient failure is retried, then fails with its code', async () => {
     const tenant = await createTenant(t);
     const vendorCode = await createVendor();

@@ -49,12 +49,12 @@ export async function insertStagedOnly(t: TestApp, tenant: Tenant): Promise<stri
 export interface PlantedConflict { fired(): Promise<boolean>; remove(): Promise<void> }
 
 /** Where a planted conflict strikes: the rows of `table` that `when` (SQL over NEW) picks, on `event`. */
-export interface ConflictSite { table: string; event: 'INSERT' | 'UPDATE'; when: string }
+export interface ConflictSite { table: string; event: 'INSERT' | 'UPDATE'; when: string; times?: number }
 
 /**
  * Plants one of PostgreSQL's own errors for a transaction it rolled back because of other work,
- * deadlock_detected (40P01) by default or serialization_failure (40001), raised once by a trigger
- * at `site`: what a statement meets when PostgreSQL settles a conflict by rolling it back. `fired`
+ * deadlock_detected (40P01) by default or serialization_failure (40001), raised once (or `site.times`
+ * times) by a trigger at `site`: what a statement meets when PostgreSQL settles a conflict by rolling it back. `fired`
  * tells whether it was raised; `remove` takes it away.
  */
 export async function plantConflictAt(db: Kysely<Database>, site: ConflictSite, code: '40P01' | '40001' = '40P01'): Promise<PlantedConflict> {
@@ -62,7 +62,7 @@ export async function plantConflictAt(db: Kysely<Database>, site: ConflictSite, 
   await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
   await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      IF (${site.when}) AND nextval('${name}') = 1 THEN
+      IF (${site.when}) AND nextval('${name}') <= ${site.times ?? 1} THEN
         RAISE EXCEPTION 'conflict with another transaction (planted)' USING ERRCODE = '${code}';
       END IF;
       RETURN NEW;
