@@ -5,6 +5,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileS
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { after, describe, test } from 'node:test';
@@ -260,6 +261,26 @@ describe('import-migrate run', () => {
         status: 2, stdout: '', stderr: `import-migrate: --not-after must be a UTC time like 2026-01-31T22:00:00Z; ${RUN_USAGE}\n`,
       }, local);
     }
+  });
+
+  test('on a terminal: an upload bar and a records bar on stderr, each drawn to its end; the summary on stdout', async () => {
+    const { path } = await file('bars.ndjson', 3);
+    let screen = '';
+    const tty = Object.assign(new Writable({ write(chunk, _encoding, done) { screen += String(chunk); done(); } }), { isTTY: true, columns: 160, rows: 40 });
+    let stdout = '';
+    let stderr = '';
+    const status = await runImportMigrate(['run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--url', server.url], {
+      env: { IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_POLL_MS: '250' },
+      out: (text) => { stdout += text; }, err: (text) => { stderr += text; }, tty: tty as unknown as NodeJS.WriteStream, stdout: process.stdout,
+    });
+    assert.equal(status, 0, stderr);
+    assert.match(stdout, new RegExp(`^Job ${UUID} completed in \\d+s\n  succeeded  3\n`));
+    // What the terminal shows once the cursor movements are taken out: the last drawing of each bar.
+    const lines = screen.split('\u001b').flatMap((part) => part.replace(/^\[[0-9;?]*[A-Za-z]/, '').split('\n')).filter((line) => line.trim() !== '');
+    const last = (label: string) => lines.filter((line) => line.startsWith(` ${label} |`)).at(-1);
+    assert.match(last('upload ') ?? '', /^ upload {2}\|█{40}\| 100% 3 records, \d[\d.]* (B|KiB|MiB)$/, screen);
+    assert.match(last('records') ?? '', /^ records \|█{40}\| 100% 3\/3 completed, [^,]+, 0 failed$/, screen);
+    assert.ok(screen.includes('\x1b[?25l') && screen.includes('\x1b[?25h'), 'the cursor is hidden while drawing, and shown again');
   });
 
   test('a skipped record is not a failure: exit 0, and the summary counts it', async () => {
