@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { after, describe, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.ts';
 import { openStore } from '../../src/db/store.ts';
 import * as admin from '../../src/modules/admin/index.ts';
-import type { Job } from '../../src/cli/migrate/api-session.ts';
+import { ApiSession, dataOf, type Job } from '../../src/cli/migrate/api-session.ts';
 import { pace, summary } from '../../src/cli/migrate/format.ts';
 import { runImportMigrate } from '../../src/cli/migrate/import-migrate.ts';
 import { runImportAdmin } from '../../src/cli/import-admin.ts';
@@ -416,6 +417,41 @@ describe('import-migrate job commands', () => {
 });
 
 describe('import-migrate client details', () => {
+  test('a token is renewed with its refresh token a minute before it expires, so a long watch never meets a 401', async (ctx) => {
+    // A recording proxy in front of the service: which way each token was obtained, and every answer.
+    const seen: string[] = [];
+    const target = new URL(server.url);
+    const proxy = createHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const path = req.url === '/graphql' ? `/graphql with ${/obtainToken\(input: \{(\w+):/.exec(body.toString())?.[1]}` : 'the job';
+        httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+          seen.push(`${req.method} ${path}: ${answer.statusCode}`);
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        }).end(body);
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    after(() => new Promise((resolve) => proxy.close(resolve)));
+    const id = await scheduledJob();
+    const session = new ApiSession(`http://127.0.0.1:${(proxy.address() as { port: number }).port}`, tenant.apiKey, { attempts: 1, baseDelayMs: 10 });
+    const look = async () => dataOf(await session.client.GET('/v1/data-import/migration-jobs/{job_id}/', { params: { path: { job_id: id } } })).state;
+
+    const obtainedAt = Date.now();
+    assert.equal(await look(), 'scheduled');
+    // The service's tokens last an hour: 58 minutes on, the token is still used; a minute before its end, it is renewed.
+    ctx.mock.timers.enable({ apis: ['Date'], now: obtainedAt + 58 * 60_000 });
+    assert.equal(await look(), 'scheduled');
+    ctx.mock.timers.setTime(obtainedAt + 59 * 60_000 + 1_000);
+    assert.equal(await look(), 'scheduled');
+    assert.deepEqual(seen, [
+      'POST /graphql with APIKey: 200', 'GET the job: 200', 'GET the job: 200', 'POST /graphql with refreshToken: 200', 'GET the job: 200',
+    ]);
+  });
+
   test('IMPORT_URL is the default --url, and hints carry the --url to run them as printed', async () => {
     const id = made.mixedJob;
     const run = await inProcess(['watch', id], { IMPORT_API_KEY: tenant.apiKey, IMPORT_URL: server.url, IMPORT_MIGRATE_POLL_MS: '250' });
