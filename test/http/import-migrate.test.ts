@@ -95,7 +95,7 @@ async function scheduledJob(): Promise<string> {
   return id;
 }
 /** How a usage error of `run` ends (the synopsis, its lines joined by "; "). */
-const RUN_USAGE = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--on-drift warn|fail] [--not-before T] [--not-after T] [--max-rate N]; import-migrate run FILE --resume JOB';
+const RUN_USAGE = 'usage: import-migrate run FILE --supplier CODE --team NAME [--dry-run] [--on-drift warn|fail] [--not-before T] [--not-after T] [--max-rate N] [--control-totals TOTALS.json]; import-migrate run FILE --resume JOB';
 
 /** import-admin beside the running server: through its admin socket (embedded store), or on PostgreSQL itself. */
 async function adminCli(argv: string[]): Promise<Run> {
@@ -282,6 +282,28 @@ describe('import-migrate run', () => {
     assert.match(last('upload ') ?? '', /^ upload {2}\|█{40}\| 100% 3 records, \d[\d.]* (B|KiB|MiB)$/, screen);
     assert.match(last('records') ?? '', /^ records \|█{40}\| 100% 3\/3 completed, [^,]+, 0 failed$/, screen);
     assert.ok(screen.includes('\x1b[?25l') && screen.includes('\x1b[?25h'), 'the cursor is hidden while drawing, and shown again');
+  });
+
+  test('--control-totals declares the legacy figures: reconcile sets them beside the file\'s and the store\'s; one the service refuses is named (exit 1)', async () => {
+    const { path } = await file('declared.ndjson', 2);
+    const totals = join(dir, 'totals.json');
+    writeFileSync(totals, JSON.stringify({ accounts: 2, notes: 99 }));
+    const run = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--control-totals', totals, '--json');
+    assert.equal(run.status, 0, run.stderr);
+    const id = JSON.parse(run.stdout).job.id as string;
+    const reconcile = await migrateCli('reconcile', id, '--json');
+    assert.equal(reconcile.status, 1, 'the notes differ from the declared figure');
+    const measures = Object.fromEntries((JSON.parse(reconcile.stdout).measures as Array<{ measure: string; control: unknown; file: unknown; migrated: unknown; verdict: string }>)
+      .map((m) => [m.measure, [m.control, m.file, m.migrated, m.verdict]]));
+    assert.deepEqual(measures.accounts, [2, 2, 2, 'balanced']);
+    assert.deepEqual(measures.notes?.[0], 99);
+    assert.equal(measures.notes?.[3], 'differs');
+    assert.equal(measures.customers?.[0], null, 'a figure not declared');
+
+    writeFileSync(totals, JSON.stringify({ balance_total: -12.5 }));
+    const refused = await migrateCli('run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--control-totals', totals);
+    assert.deepEqual(refused, { status: 1, stdout: '',
+      stderr: 'import-migrate: The request failed validation: control_totals.balance_total: Expected a string. (invalid, HTTP 400)\n' });
   });
 
   test('a skipped record is not a failure: exit 0, and the summary counts it', async () => {
@@ -545,7 +567,18 @@ describe('import-migrate client details', () => {
 
 describe('import-migrate exit 2', () => {
   const usage = RUN_USAGE;
+  const [book, notAnObject, notJson] = ['one.ndjson', 'list-totals.json', 'broken-totals.json'].map((name) => join(dir, name));
+  writeFileSync(book!, '{}\n');
+  writeFileSync(notAnObject!, '[{"accounts": 1}]');
+  writeFileSync(notJson!, '{accounts: 1}');
+  const running = ['run', book!, '--supplier', 'S', '--team', 'T'];
   for (const [args, reason] of [
+    [[...running, '--control-totals', notAnObject!],
+      `--control-totals ${notAnObject} must hold one JSON object, like {"accounts": 2000, "balance_total": "-1204.50"}; ${usage}`],
+    [[...running, '--control-totals', notJson!],
+      `--control-totals ${notJson} is not JSON: Expected property name or '}' in JSON at position 1; ${usage}`],
+    [[...running, '--control-totals', join(dir, 'missing.json')], `cannot read ${join(dir, 'missing.json')}; ${usage}`],
+    [['run', book!, '--resume', 'J', '--control-totals', notAnObject!], `--resume takes no --control-totals: the job has them; ${usage}`],
     [['bogus'], 'unknown command "bogus"; run import-migrate --help'],
     [[], 'no command given; run import-migrate --help'],
     [['run', 'x.ndjson', '--supplier', 'S'], `give --supplier and --team, or --resume JOB; ${usage}`],

@@ -164,5 +164,6 @@ export function dataOf<T>(result: { data?: T; error?: unknown; response: globalT
   const body = (result.error ?? {}) as { code?: string; detail?: string; errors?: Array<{ attr?: string; detail?: string }> };
   const first = body.errors?.[0];
   const where = first?.attr && first.attr !== 'non_field_errors' && first.detail !== body.detail ? `: ${first.attr}: ${first.detail}` : '';
-  throw new ApiError(result.response.status, body.code ?? 'error', `${body.detail ?? result.response.statusText}${where}`);
+  const detail = body.detail ?? result.response.statusText;
+  throw new ApiError(result.response.status, body.code ?? 'error', where ? `${detail.replace(/\.$/, '')}${where}` : detail);
 }

@@ -16,6 +16,8 @@ export interface CommandResult {
 export interface CommandContext {
   session: ApiSession;
   flags: Flags;
+  /** run's --control-totals: the file's one JSON object, read when the command line was checked. */
+  controlTotals: Record<string, unknown> | null;
   pollMs: number;
   /** The progress display for this run: bars on a terminal, plain lines elsewhere (on stderr). */
   progress(): Progress;

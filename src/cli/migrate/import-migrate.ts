@@ -1,4 +1,4 @@
-import { access } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ApiError, ApiSession, UnreachableError } from './api-session.ts';
 import type { CommandContext, CommandResult, Flags } from './command-context.ts';
@@ -29,8 +29,8 @@ interface CommandSpec { args: string[]; options: string[]; synopsis: string; run
 
 const COMMANDS: Record<string, CommandSpec> = {
   run: {
-    args: ['FILE'], options: ['supplier', 'team', 'dry-run', 'on-drift', 'not-before', 'not-after', 'max-rate', 'resume'],
-    synopsis: 'run FILE --supplier CODE --team NAME [--dry-run] [--on-drift warn|fail] [--not-before T] [--not-after T] [--max-rate N]\n  import-migrate run FILE --resume JOB',
+    args: ['FILE'], options: ['supplier', 'team', 'dry-run', 'on-drift', 'not-before', 'not-after', 'max-rate', 'control-totals', 'resume'],
+    synopsis: 'run FILE --supplier CODE --team NAME [--dry-run] [--on-drift warn|fail] [--not-before T] [--not-after T] [--max-rate N] [--control-totals TOTALS.json]\n  import-migrate run FILE --resume JOB',
     run: (ctx, [file]) => runFile(ctx, file!),
   },
   watch: { args: ['JOB'], options: [], synopsis: 'watch JOB', run: (ctx, [job]) => watchCommand(ctx, job!) },
@@ -47,7 +47,7 @@ const COMMANDS: Record<string, CommandSpec> = {
 const OPTIONS = {
   url: { type: 'string' }, 'api-key': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
   supplier: { type: 'string' }, team: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'on-drift': { type: 'string' }, 'not-before': { type: 'string' },
-  'not-after': { type: 'string' }, 'max-rate': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
+  'not-after': { type: 'string' }, 'max-rate': { type: 'string' }, 'control-totals': { type: 'string' }, resume: { type: 'string' }, outcome: { type: 'string' }, csv: { type: 'boolean' },
   mapping: { type: 'string' }, out: { type: 'string' }, init: { type: 'boolean' },
 } as const;
 /** reconcile's --csv names the file the exceptions go to; results' --csv is a switch. */
@@ -93,11 +93,13 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
 
   const apiKey = (flags['api-key'] as string | undefined) ?? io.env.IMPORT_API_KEY;
   const baseUrl = (flags.url as string | undefined) ?? (io.env.IMPORT_URL || DEFAULT_URL);
+  let totals: Record<string, unknown> | null = null;
   try {
     checkCommandLine(name!, command, positionals.slice(1), flags);
     if (!apiKey) throw new UsageError('give --api-key KEY or set IMPORT_API_KEY');
     if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new UsageError(`--url must be an http(s) URL, got "${baseUrl}"`);
     if (name === 'run') await access(positionals[1]!).catch(() => { throw new UsageError(`cannot read ${positionals[1]}`); });
+    if (flags['control-totals'] !== undefined) totals = await controlTotals(flags['control-totals'] as string);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     return fail(EXIT_USAGE, `${error.message}; usage: import-migrate ${command.synopsis}`);
@@ -107,7 +109,7 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
     attempts: 5, baseDelayMs: positiveInt(io.env.IMPORT_MIGRATE_RETRY_DELAY_MS, 500),
   });
   const ctx: CommandContext = {
-    session, flags, stdout: io.stdout,
+    session, flags, stdout: io.stdout, controlTotals: totals,
     pollMs: positiveInt(io.env.IMPORT_MIGRATE_POLL_MS, 1500),
     progress: () => (io.tty ? terminalProgress(io.tty) : plainProgress(io.err, positiveInt(io.env.IMPORT_MIGRATE_PROGRESS_MS, 5000))),
     note: (text) => io.err(text),
@@ -136,7 +138,7 @@ function checkCommandLine(name: string, command: CommandSpec, args: string[], fl
     if (!GLOBAL_OPTIONS.has(option) && !command.options.includes(option)) throw new UsageError(`--${option} does not apply to ${name}`);
   }
   if (name === 'run') {
-    const creating = ['supplier', 'team', 'dry-run', 'on-drift', 'not-before', 'not-after', 'max-rate'].filter((o) => flags[o] !== undefined);
+    const creating = ['supplier', 'team', 'dry-run', 'on-drift', 'not-before', 'not-after', 'max-rate', 'control-totals'].filter((o) => flags[o] !== undefined);
     if (flags.resume !== undefined && creating.length > 0) throw new UsageError(`--resume takes no --${creating[0]}: the job has them`);
     if (flags.resume === undefined && (!flags.supplier || !flags.team)) throw new UsageError('give --supplier and --team, or --resume JOB');
     for (const option of ['not-before', 'not-after']) {
@@ -153,6 +155,24 @@ function checkCommandLine(name: string, command: CommandSpec, args: string[], fl
   if (flags.outcome !== undefined && !OUTCOMES.includes(flags.outcome as string)) throw new UsageError(`--outcome must be one of ${OUTCOMES.join(', ')}`);
   if (flags.csv && flags.json && name !== 'reconcile') throw new UsageError('give --csv or --json, not both');
   if (name === 'reconcile' && flags.csv === '') throw new UsageError('--csv needs a file name');
+}
+
+/**
+ * The legacy system's figures for the book, from a JSON file: one object, sent as the job's
+ * control_totals exactly as written (the service checks each figure and names the one it refuses).
+ */
+async function controlTotals(file: string): Promise<Record<string, unknown>> {
+  const text = await readFile(file, 'utf8').catch(() => { throw new UsageError(`cannot read ${file}`); });
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--control-totals ${file} is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new UsageError(`--control-totals ${file} must hold one JSON object, like {"accounts": 2000, "balance_total": "-1204.50"}`);
+  }
+  return value as Record<string, unknown>;
 }
 
 /** `import-migrate ARGS [--url URL]`, quoted for a POSIX shell where a word needs it. */
@@ -185,6 +205,8 @@ export function usage(): string {
     'failed records go to FILE.<job id>.failed.ndjson. --resume JOB uploads the lines after the job\'s',
     'counts.total, then goes on the same way. Ctrl-C while watching leaves the job running.',
     '--max-rate N starts at most N of the job\'s records a minute (the job\'s max_records_per_minute).',
+    '--control-totals TOTALS.json declares the legacy system\'s figures for the book, which reconcile sets',
+    'beside the file\'s and the store\'s: one JSON object such as {"accounts": 2000, "balance_total": "-1204.50"}.',
     'pause stops the job starting records (those running finish); resume goes on from where it was.',
     '',
     'reconcile prints the job\'s reconciliation (control, file and migrated totals by measure) and with',

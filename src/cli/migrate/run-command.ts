@@ -30,6 +30,8 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
         ...(flags['not-before'] ? { not_before: flags['not-before'] as string } : {}),
         ...(flags['not-after'] ? { not_after: flags['not-after'] as string } : {}),
         ...(flags['max-rate'] ? { max_records_per_minute: maxRate(flags['max-rate'] as string)! } : {}),
+        // Sent as written: each figure is the service's to check, and a refusal names it.
+        ...(ctx.controlTotals ? { control_totals: ctx.controlTotals as never } : {}),
       },
     }));
     ctx.note(`created job ${job.id} for supplier ${job.import_supplier}\n`);
