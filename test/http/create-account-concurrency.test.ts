@@ -23,6 +23,12 @@ const apps = PG_ONLY ? [] : [
 // A third instance over the same database, with a migration worker (one chunk per look of 6 records):
 // a job's chunk counts against the same limit.
 const chunker = PG_ONLY ? null : await buildTestApp({ DATABASE_URL: url, PROCESS_CONCURRENCY_LIMIT: '2', WORKER_CONCURRENCY: '1', JOB_RETRY_DELAY_SECONDS: '1' });
+// An instance with one slot and a short retry schedule, over a database of its own: a record that
+// never gets the slot runs out of its tries within the test.
+const scarceUrl = PG_ONLY ? '' : await isolatedDatabaseUrl();
+const scarce = PG_ONLY ? null : await buildTestApp({
+  DATABASE_URL: scarceUrl, PROCESS_CONCURRENCY_LIMIT: '1', WORKER_CONCURRENCY: '1', JOB_RETRY_LIMIT: '2', JOB_RETRY_DELAY_SECONDS: '0',
+});
 
 describe('concurrency (D6, spec 8)', () => {
   test('10 creates of one account at once make exactly one account; the others get a clear 400', async () => {
@@ -356,6 +362,27 @@ describe('the concurrency limit across instances (PostgreSQL)', { skip: PG_ONLY 
       await waitUntil(async () => (await call(t3.app, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json.state === 'completed', 'the job completes', 60_000);
       const done = await call(t3.app, 'GET', `${JOBS}${id}/`, { token: tenant.token });
       assert.deepEqual([done.json.counts.succeeded, done.json.counts.failed], [6, 0]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+    }
+  });
+
+  test('a job record that never gets a creation slot is tried 1 + JOB_RETRY_LIMIT times, then fails with concurrency_limit_exceeded', async () => {
+    const t4 = scarce!;
+    const tenant = await createTenant(t4);
+    const account = accountPayload(tenant.supplier);
+    const holder = await pgSession(scarceUrl);
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1::int4, 1)', [SLOT_LOCK_SPACE]);
+      const { id, lines } = await runJobToEnd(t4, tenant, [{ account }]);
+      assert.deepEqual(lines.map((l) => [l.outcome, l.step, l.created, l.errors.map((e) => e.code)]),
+        [['failed', 'account', null, ['concurrency_limit_exceeded']]]);
+      const { rows } = await sql<{ attempts: number }>`SELECT attempts FROM migration_job_records WHERE job_id = ${id}::uuid`.execute(t4.store.db);
+      assert.deepEqual(rows, [{ attempts: 3 }]);
+      const made = await t4.store.db.selectFrom('accounts').select('id').where('external_account_number', '=', account.external_account_number).execute();
+      assert.deepEqual(made, [], 'no account was made');
     } finally {
       await holder.query('ROLLBACK').catch(() => {});
       await holder.end();
