@@ -1,6 +1,6 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { bodyAjv, compileValidator, errorCodeOf, queryAjv, validationError } from '../core/validation.ts';
-import { queryBooleanReader } from './query-booleans.ts';
+import { queryValueReader } from './query-values.ts';
 
 /**
  * The one validator for the whole app (core/validation.ts): bodies strictly, path parameters and
@@ -10,9 +10,9 @@ import { queryBooleanReader } from './query-booleans.ts';
 export const compileRequestValidator: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
   const validate = compileValidator(schema, httpPart === 'body' ? bodyAjv : queryAjv);
   const code = httpPart === 'body' ? errorCodeOf(schema) : 'invalid';
-  const readBooleans = httpPart === 'querystring' ? queryBooleanReader(schema) : () => {};
+  const readValues = httpPart === 'querystring' || httpPart === 'params' ? queryValueReader(schema) : () => {};
   return (data: unknown) => {
-    readBooleans(data);
+    readValues(data);
     const errors = validate(data);
     return errors ? { error: validationError(code, errors) } : { value: data };
   };
