@@ -10,7 +10,7 @@ import type { ServiceDeps } from '../http/route-deps.ts';
 import type { TokenService } from '../modules/auth/index.ts';
 import { GRAPHQL_ANSWERS, OBTAIN_TOKEN } from './graphql.examples.ts';
 import { createAuthThrottle } from '../modules/auth/index.ts';
-import { limitOperationsAndAliases } from './graphql.limits.ts';
+import { limitOperationsAndAliases, nestingError } from './graphql.limits.ts';
 import { graphqlSchema, type GraphqlContext } from './graphql.schema.ts';
 
 // POST /graphql (D3), GraphQL over HTTP with JSON bodies. Every answer, including a malformed
@@ -99,6 +99,8 @@ export const graphqlRoutes: FastifyPluginAsync<Omit<ServiceDeps, 'queue'> & { to
 
     let document: DocumentNode;
     try {
+      const tooDeep = nestingError(body.query, MAX_TOKENS);
+      if (tooDeep) return sendErrors(reply, 400, [withCode(tooDeep, 'parse_error')]);
       document = parse(body.query, { maxTokens: MAX_TOKENS });
     } catch (error) {
       if (error instanceof GraphQLError) return sendErrors(reply, 400, [withCode(error, 'parse_error')]);

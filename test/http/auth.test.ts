@@ -113,6 +113,9 @@ describe('malformed GraphQL requests answer GraphQL error JSON, never 5xx', () =
     ['a non-JSON content type', { payload: 'query { apiVersion }', headers: { 'content-type': 'application/graphql' } }, 415, 'unsupported_media_type'],
     ['an unknown operation name', { payload: { query: '{ apiVersion }', operationName: 'Nope' } }, 400, 'invalid'],
     ['variables that do not fit', { payload: { query: 'mutation M($k: String!) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: 5 } } }, 400, 'invalid'],
+    // Both overflowed graphql-js's recursive parser (a 500) while well under its token cap.
+    ['a list value nested 3,000 levels deep', { payload: { query: `query { __typename(x: ${'['.repeat(3000)}${']'.repeat(3000)}) }` } }, 400, 'parse_error'],
+    ['a selection nested 4,000 levels deep, never closed', { payload: { query: '{a'.repeat(4000) } }, 400, 'parse_error'],
   ];
   for (const [name, { payload, headers }, status, code] of cases) {
     test(name, async () => {
@@ -128,6 +131,17 @@ describe('malformed GraphQL requests answer GraphQL error JSON, never 5xx', () =
       assert.equal(json.data, undefined);
     });
   }
+
+  test('nesting: 64 levels are read as a query, 65 are refused before parsing with the position of the one too many', async () => {
+    const nested = (levels: number) => `query { __typename(x: ${'['.repeat(levels - 2)}${']'.repeat(levels - 2)}) }`;
+    const read = await call(t.app, 'POST', '/graphql', { body: { query: nested(64) } });
+    assert.equal(read.status, 400);
+    assert.equal(read.json.errors[0].extensions.code, 'invalid', 'parsed, then refused by validation (__typename takes no argument)');
+    const refused = await call(t.app, 'POST', '/graphql', { body: { query: nested(65) } });
+    assert.equal(refused.status, 400);
+    assert.deepEqual(refused.json.errors, [{ message: 'Syntax Error: the query nests more than 64 levels deep.',
+      locations: [{ line: 1, column: 23 + 62 }], extensions: { code: 'parse_error' } }]); // the brace and the parenthesis, then the 63rd bracket
+  });
 
   test('GET /graphql is 405 with Allow: POST', async () => {
     const res = await call(t.app, 'GET', '/graphql');
