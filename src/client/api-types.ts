@@ -1202,7 +1202,7 @@ export interface components {
             jobs: components["schemas"]["MigrationJob"][];
         };
         CreateWebhookEndpoint: {
-            /** @description Where events are POSTed: http or https, without credentials, not a loopback, private or link-local address. */
+            /** @description Where events are POSTed: http or https, without credentials, a port (if any) from 1 to 65535, not a loopback, private, link-local or otherwise reserved address, nor an IPv6 address carrying one (NAT64, 6to4, IPv4-mapped). */
             url: string;
             /** @description The event types sent to the endpoint; null (the default): every type. */
             events?: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed")[] | null;
@@ -1236,7 +1236,7 @@ export interface components {
             created_at: string;
         };
         UpdateWebhookEndpoint: {
-            /** @description Where events are POSTed: http or https, without credentials, not a loopback, private or link-local address. */
+            /** @description Where events are POSTed: http or https, without credentials, a port (if any) from 1 to 65535, not a loopback, private, link-local or otherwise reserved address, nor an IPv6 address carrying one (NAT64, 6to4, IPv4-mapped). */
             url?: string;
             /** @description The event types sent to the endpoint; null (the default): every type. */
             events?: ("import_process.staged" | "import_process.completed" | "import_process.failed" | "import_process.dry_run_completed" | "import_process.dry_run_failed" | "post_import.completed" | "migration_job.completed" | "migration_job.cancelled" | "migration_record.failed")[] | null;

@@ -98,6 +98,26 @@ describe('webhook endpoints: create, read, change, delete', () => {
     assert.deepEqual(list.json, [], 'nothing was created');
   });
 
+  test('port 0 is 400 invalid at url, at create and at update, like ports 65536 and -1', async () => {
+    const tenant = await createTenant(t);
+    const { id } = await endpointFor(tenant, PUBLIC_URL);
+    const portZero = field('invalid', 'Enter a port from 1 to 65535, or none for the scheme\'s default: port 0 cannot be delivered to.', 'url');
+    const notUrl = field('invalid', 'Enter an absolute http or https URL.', 'url');
+    const cases: Array<[string, unknown]> = [
+      ['http://example.com:0/', portZero], ['https://hooks.acme.example:00/migration', portZero], ['http://[2001:4860:4860::8888]:0/', portZero],
+      ['http://example.com:65536/', notUrl], ['http://example.com:-1/', notUrl],
+    ];
+    // t.app allows private networks (no address check), so only the URL rule answers.
+    for (const [url, expected] of cases) {
+      const created = await create(tenant, { url });
+      assert.deepEqual([created.status, created.json], [400, expected], url);
+      const updated = await call(t.app, 'PATCH', `${BASE}${id}/`, { token: tenant.token, body: { url } });
+      assert.deepEqual([updated.status, updated.json], [400, expected], url);
+    }
+    const list = (await call(t.app, 'GET', BASE, { token: tenant.token })).json;
+    assert.deepEqual(list.map((e: any) => [e.id, e.url]), [[id, PUBLIC_URL]], 'nothing created, nothing changed');
+  });
+
   test('PATCH changes only the fields sent; enabled false disables the endpoint, true enables it again', async () => {
     const tenant = await createTenant(t);
     const { id } = await endpointFor(tenant, PUBLIC_URL, { events: ['import_process.failed'], description: 'first' });
@@ -188,6 +208,70 @@ describe('webhook_url_not_allowed', () => {
     }
     const [endpoint] = (await call(strict, 'GET', BASE, { token: tenant.token })).json;
     assert.deepEqual([endpoint.id, endpoint.url], [id, PUBLIC_URL], 'nothing created, nothing changed');
+  });
+
+  test('IPv6 forms embedding a blocked IPv4 (NAT64, 6to4, IPv4-compatible, -mapped, -translated) are refused with its reason; a public one passes', async () => {
+    const tenant = await createTenant(t);
+    const refused = (which: string, kind: string) => `Webhooks cannot be delivered to ${which}: it is ${kind} address.`;
+    // The URL's host as the service writes it back (the URL parser's normal form) names the address.
+    const cases: Array<[string, string]> = [
+      ['http://[64:ff9b::a9fe:a9fe]/latest/meta-data/', refused('64:ff9b::a9fe:a9fe', 'a link-local')],
+      ['http://[64:ff9b::169.254.169.254]/', refused('64:ff9b::a9fe:a9fe', 'a link-local')],
+      ['http://[64:ff9b::a00:1]/hook', refused('64:ff9b::a00:1', 'a private')],
+      ['http://[2002:7f00:1::]/hook', refused('2002:7f00:1::', 'a loopback')],
+      ['http://[2002:a9fe:a9fe::1]:8080/hook', refused('2002:a9fe:a9fe::1', 'a link-local')],
+      ['http://[::127.0.0.1]/hook', refused('::7f00:1', 'a loopback')],
+      ['http://[::a9fe:a9fe]/hook', refused('::a9fe:a9fe', 'a link-local')],
+      ['http://[::ffff:0:7f00:1]/hook', refused('::ffff:0:7f00:1', 'a loopback')],
+      ['http://[::ffff:0:a9fe:a9fe]/hook', refused('::ffff:0:a9fe:a9fe', 'a link-local')],
+      ['http://[::ffff:127.0.0.1]/hook', refused('::ffff:7f00:1', 'a loopback')],
+      ['http://[::ffff:a9fe:a9fe]/hook', refused('::ffff:a9fe:a9fe', 'a link-local')],
+    ];
+    const { id } = await endpointFor(tenant, PUBLIC_URL);
+    for (const [url, detail] of cases) {
+      const expected = [400, field('webhook_url_not_allowed', detail, 'url')];
+      const created = await create(tenant, { url }, strict);
+      assert.deepEqual([created.status, created.json], expected, url);
+      const updated = await call(strict, 'PATCH', `${BASE}${id}/`, { token: tenant.token, body: { url } });
+      assert.deepEqual([updated.status, updated.json], expected, url);
+    }
+    const [endpoint] = (await call(strict, 'GET', BASE, { token: tenant.token })).json;
+    assert.deepEqual([endpoint.id, endpoint.url], [id, PUBLIC_URL], 'nothing created, nothing changed');
+    // The same forms around a public IPv4 address (8.8.8.8) are accepted.
+    for (const url of ['http://[64:ff9b::808:808]/hook', 'http://[2002:808:808::]/hook', 'http://[::ffff:0:808:808]/hook', 'http://[::ffff:8.8.8.8]/hook']) {
+      const created = await create(tenant, { url }, strict);
+      assert.deepEqual([created.status, created.json.url], [201, url.replace('8.8.8.8', '808:808')], url);
+    }
+  });
+
+  test('documentation, discard-only and reserved ranges are refused, and the detail reads "an" before a vowel', async () => {
+    const tenant = await createTenant(t);
+    const refused = (which: string, kind: string) => `Webhooks cannot be delivered to ${which}: it is ${kind} address.`;
+    const cases: Array<[string, string]> = [
+      ['http://192.0.2.1/hook', refused('192.0.2.1', 'a documentation')],
+      ['http://198.51.100.7/hook', refused('198.51.100.7', 'a documentation')],
+      ['https://203.0.113.250/hook', refused('203.0.113.250', 'a documentation')],
+      ['http://[2001:db8::1]/hook', refused('2001:db8::1', 'a documentation')],
+      ['http://[2001:db8:ffff::1]/hook', refused('2001:db8:ffff::1', 'a documentation')],
+      ['http://[100::1]/hook', refused('100::1', 'a discard-only')],
+      ['http://[100::ffff:0:0:1]/hook', refused('100::ffff:0:0:1', 'a discard-only')],
+      ['http://[2001::1]/hook', refused('2001::1', 'a reserved')],
+      ['http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook', refused('2001:0:4136:e378:8000:63bf:3fff:fdd2', 'a reserved')],
+      ['http://[2001:1ff::1]/hook', refused('2001:1ff::1', 'a reserved')],
+      ['http://[64:ff9b::c000:201]/hook', refused('64:ff9b::c000:201', 'a documentation')],
+      ['http://0.0.0.0/hook', refused('0.0.0.0', 'an unspecified')],
+      ['http://[::]/hook', refused('::', 'an unspecified')],
+    ];
+    for (const [url, detail] of cases) {
+      const created = await create(tenant, { url }, strict);
+      assert.deepEqual([created.status, created.json], [400, field('webhook_url_not_allowed', detail, 'url')], url);
+    }
+    assert.deepEqual((await call(strict, 'GET', BASE, { token: tenant.token })).json, [], 'nothing created');
+    // Just outside those ranges is public.
+    for (const url of ['http://192.0.3.1/hook', 'http://[2001:200::1]/hook', 'http://[2001:db9::1]/hook', 'http://[100:0:0:1::1]/hook']) {
+      const created = await create(tenant, { url }, strict);
+      assert.equal(created.status, 201, url);
+    }
   });
 
   test('with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true private addresses are accepted (not other schemes)', async () => {

@@ -484,6 +484,55 @@ describe('SSRF: private addresses are refused unless WEBHOOK_ALLOW_PRIVATE_NETWO
     ];
     assert.deepEqual(cases.map(([address]) => [address, blockedReason(address)]), cases);
   });
+  test('the address rule: IPv6 forms embedding an IPv4 address take its reason; documentation, discard-only and reserved ranges', () => {
+    const cases: Array<[string, string | null]> = [
+      // NAT64 64:ff9b::/96, its last 32 bits.
+      ['64:ff9b::a9fe:a9fe', 'link-local'], ['64:ff9b::169.254.169.254', 'link-local'], ['64:ff9b::7f00:1', 'loopback'], ['64:ff9b::a00:1', 'private'],
+      ['64:ff9b::c000:201', 'documentation'], ['64:ff9b::808:808', null], ['64:ff9b:0:0:0:1:7f00:1', null],
+      // 6to4 2002::/16, bits 16–47.
+      ['2002:7f00:1::', 'loopback'], ['2002:a9fe:a9fe::', 'link-local'], ['2002:c0a8:101::1', 'private'], ['2002:808:808::', null],
+      // IPv4-compatible ::/96 (:: and ::1 keep their own reasons).
+      ['::127.0.0.1', 'loopback'], ['::7f00:1', 'loopback'], ['::a9fe:a9fe', 'link-local'], ['::', 'unspecified'], ['::1', 'loopback'], ['::8.8.8.8', null],
+      // IPv4-translated ::ffff:0:0:0/96 and IPv4-mapped ::ffff:0:0/96.
+      ['::ffff:0:7f00:1', 'loopback'], ['::ffff:0:a9fe:a9fe', 'link-local'], ['::ffff:0:808:808', null],
+      ['::ffff:127.0.0.1', 'loopback'], ['::ffff:7f00:1', 'loopback'], ['::ffff:a9fe:a9fe', 'link-local'], ['::ffff:8.8.8.8', null],
+      // Documentation, discard-only, IETF protocol assignments (Teredo among them).
+      ['192.0.2.1', 'documentation'], ['198.51.100.255', 'documentation'], ['203.0.113.9', 'documentation'], ['2001:db8::1', 'documentation'],
+      ['100::1', 'discard-only'], ['100::ffff:0:0:1', 'discard-only'], ['2001::1', 'reserved'], ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'reserved'], ['2001:1ff::1', 'reserved'],
+      ['192.0.3.1', null], ['198.51.101.1', null], ['203.0.114.1', null], ['2001:db9::1', null], ['100:0:0:1::1', null], ['2001:200::1', null],
+      // A zone does not hide the address.
+      ['fe80::1%eth0', 'link-local'],
+    ];
+    assert.deepEqual(cases.map(([address]) => [address, blockedReason(address)]), cases);
+  });
+
+  test('at delivery, an IP literal embedding a blocked IPv4 is refused before connecting; the reason reads "an" before a vowel', async () => {
+    const receiver = await startReceiver();
+    const agents = createDeliveryAgents();
+    after(() => agents.destroy());
+    const refused = (which: string, kind: string) => `refused: ${which} is ${kind} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`;
+    const cases: Array<[string, string]> = [
+      [`http://[64:ff9b::7f00:1]:${receiver.port}/hook`, refused('64:ff9b::7f00:1', 'a loopback')],
+      [`http://[2002:7f00:1::]:${receiver.port}/hook`, refused('2002:7f00:1::', 'a loopback')],
+      [`http://[::ffff:0:7f00:1]:${receiver.port}/hook`, refused('::ffff:0:7f00:1', 'a loopback')],
+      [`http://[::127.0.0.1]:${receiver.port}/hook`, refused('::7f00:1', 'a loopback')],
+      [`http://0.0.0.0:${receiver.port}/hook`, refused('0.0.0.0', 'an unspecified')],
+    ];
+    for (const [url, error] of cases) {
+      const { latencyMs: _latency, ...result } = await postWebhook(url, '{}', { 'content-type': 'application/json' }, { allowPrivateNetworks: false, agents, timeoutMs: 2000 });
+      assert.deepEqual(result, { status: null, error, refused: true }, url);
+    }
+    assert.equal(receiver.received.length, 0, 'nothing was sent');
+  });
+
+  test('import-admin\'s URL rule refuses port 0, like ports above 65535', async () => {
+    const tenant = await createTenant(t);
+    await assert.rejects(createWebhook(db, tenant.organisation, 'http://example.com:0/'),
+      { code: 'invalid', detail: 'must have a port from 1 to 65535 (or none), got "http://example.com:0/"' });
+    await assert.rejects(createWebhook(db, tenant.organisation, 'http://example.com:65536/'),
+      { code: 'invalid', detail: 'must be an absolute http or https URL, got "http://example.com:65536/"' });
+    assert.deepEqual((await listWebhooks(db, tenant.organisation)).webhooks, []);
+  });
 });
 
 describe('retry schedule and retention', () => {

@@ -5,6 +5,8 @@ import { BlockList, isIP } from 'node:net';
 // own network. The check runs on the address the socket is about to connect to (a `lookup` given to
 // the HTTP agent), not on the URL's text, so a DNS name that resolves to 127.0.0.1 (`localhost`,
 // or a rebinding name that answered differently when the endpoint was created) is refused too.
+// IPv6 forms that carry an IPv4 address (NAT64, 6to4, IPv4-compatible, IPv4-mapped and -translated)
+// are judged by that IPv4 address: a NAT64 gateway or 6to4 relay would connect to it.
 
 const BLOCKED = new BlockList();
 const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
@@ -15,12 +17,18 @@ const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['169.254.0.0', 16, 'ipv4', 'link-local'],
   ['172.16.0.0', 12, 'ipv4', 'private'],
   ['192.0.0.0', 24, 'ipv4', 'reserved'],
+  ['192.0.2.0', 24, 'ipv4', 'documentation'],
   ['192.168.0.0', 16, 'ipv4', 'private'],
   ['198.18.0.0', 15, 'ipv4', 'benchmarking'],
+  ['198.51.100.0', 24, 'ipv4', 'documentation'],
+  ['203.0.113.0', 24, 'ipv4', 'documentation'],
   ['224.0.0.0', 4, 'ipv4', 'multicast'],
   ['240.0.0.0', 4, 'ipv4', 'reserved'],
   ['::', 128, 'ipv6', 'unspecified'],
   ['::1', 128, 'ipv6', 'loopback'],
+  ['100::', 64, 'ipv6', 'discard-only'],
+  ['2001::', 23, 'ipv6', 'reserved'],
+  ['2001:db8::', 32, 'ipv6', 'documentation'],
   ['fc00::', 7, 'ipv6', 'private'],
   ['fe80::', 10, 'ipv6', 'link-local'],
   ['ff00::', 8, 'ipv6', 'multicast'],
@@ -33,13 +41,54 @@ const BY_REASON = RANGES.map(([network, prefix, type, reason]) => {
   return { list, reason };
 });
 
-/** Why the address may not be delivered to, or null when it is a public address. */
+/**
+ * Why the address may not be delivered to, or null when it is a public address. An IPv6 address
+ * that embeds an IPv4 one, outside the ranges above, has that IPv4 address's reason.
+ */
 export function blockedReason(address: string): string | null {
   const family = isIP(address);
   if (family === 0) return 'not an IP address';
   const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (!BLOCKED.check(address, type)) return null;
-  return BY_REASON.find(({ list }) => list.check(address, type))?.reason ?? 'blocked';
+  if (BLOCKED.check(address, type)) return BY_REASON.find(({ list }) => list.check(address, type))?.reason ?? 'blocked';
+  const embedded = family === 6 ? embeddedIPv4(address) : null;
+  return embedded === null ? null : blockedReason(embedded);
+}
+
+/**
+ * The IPv4 address an IPv6 one carries, or null: NAT64 64:ff9b::/96, IPv4-mapped ::ffff:0:0/96,
+ * IPv4-translated ::ffff:0:0:0/96, IPv4-compatible ::/96 (its last 32 bits), 6to4 2002::/16 (bits 16–47).
+ */
+function embeddedIPv4(address: string): string | null {
+  const w = ipv6Words(address);
+  const zero = (from: number, to: number) => w.slice(from, to).every((word) => word === 0);
+  const ipv4 = (high: number, low: number) => `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+  if (w[0] === 0x2002) return ipv4(w[1]!, w[2]!);
+  const last32 = (w[0] === 0x64 && w[1] === 0xff9b && zero(2, 6))
+    || (zero(0, 5) && w[5] === 0xffff)
+    || (zero(0, 4) && w[4] === 0xffff && w[5] === 0)
+    || zero(0, 6);
+  return last32 ? ipv4(w[6]!, w[7]!) : null;
+}
+
+/** A valid IPv6 address (isIP said so) as its eight 16-bit words; a zone (%eth0) is dropped. */
+function ipv6Words(address: string): number[] {
+  let text = address.replace(/%.*$/, '');
+  const dotted = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(2).map(Number) as [number, number, number, number];
+    text = `${dotted[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const words = (part: string | undefined) => (part ? part.split(':').map((hex) => parseInt(hex, 16)) : []);
+  const [head, tail] = text.split('::');
+  if (tail === undefined) return words(head);
+  const before = words(head);
+  const after = words(tail);
+  return [...before, ...new Array<number>(8 - before.length - after.length).fill(0), ...after];
+}
+
+/** The reason with its article: "a loopback address", "an unspecified address". */
+export function addressKind(reason: string): string {
+  return `${/^[aeiou]/i.test(reason) ? 'an' : 'a'} ${reason} address`;
 }
 
 /** A delivery refused before any byte was sent; its message goes to the delivery log. */
@@ -49,7 +98,7 @@ export class RefusedAddressError extends Error {
 
   constructor(readonly host: string, readonly address: string, readonly reason: string) {
     const which = host === address ? address : `${host} (${address})`;
-    super(`refused: ${which} is a ${reason} address; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`);
+    super(`refused: ${which} is ${addressKind(reason)}; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`);
   }
 }
 

@@ -12,7 +12,8 @@ export const DEFAULT_DELIVERIES_PAGE_SIZE = 100;
 
 const Url = Type.String({
   minLength: 1, maxLength: URL_MAX_LENGTH,
-  description: 'Where events are POSTed: http or https, without credentials, not a loopback, private or link-local address.',
+  description: 'Where events are POSTed: http or https, without credentials, a port (if any) from 1 to 65535, not a loopback, private, '
+    + 'link-local or otherwise reserved address, nor an IPv6 address carrying one (NAT64, 6to4, IPv4-mapped).',
 });
 const EventTypes = Nullable(Type.Array(Choice(EVENT_TYPES), { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }),
   'The event types sent to the endpoint; null (the default): every type.');

@@ -12,7 +12,7 @@ import type {
   WebhookDelivery, WebhookEndpoint,
 } from './webhook-endpoints.schemas.ts';
 import { DEFAULT_DELIVERIES_PAGE_SIZE } from './webhook-endpoints.schemas.ts';
-import { hostRefusal } from './ssrf-guard.ts';
+import { addressKind, hostRefusal } from './ssrf-guard.ts';
 import * as webhooks from './webhooks.service.ts';
 import * as repo from './webhooks.repository.ts';
 
@@ -116,6 +116,7 @@ async function checkUrl(deps: EndpointsDeps, url: string): Promise<string> {
   switch (checked.problem) {
     case 'not_a_url': throw AppError.field('invalid', 'Enter an absolute http or https URL.', 'url');
     case 'not_http': throw notAllowed('Webhooks are delivered over http or https only.');
+    case 'port_zero': throw AppError.field('invalid', 'Enter a port from 1 to 65535, or none for the scheme\'s default: port 0 cannot be delivered to.', 'url');
     case 'credentials': throw notAllowed('A webhook URL must not carry credentials.');
     case 'too_long': throw AppError.field('invalid', `Ensure this field has no more than ${webhooks.URL_MAX_LENGTH} characters.`, 'url');
     case null: break;
@@ -124,7 +125,7 @@ async function checkUrl(deps: EndpointsDeps, url: string): Promise<string> {
   const refused = await hostRefusal(new URL(checked.url).hostname);
   if (refused) {
     const which = refused.host === refused.address ? refused.address : `${refused.host} (${refused.address})`;
-    throw notAllowed(`Webhooks cannot be delivered to ${which}: it is a ${refused.reason} address.`);
+    throw notAllowed(`Webhooks cannot be delivered to ${which}: it is ${addressKind(refused.reason)}.`);
   }
   return checked.url;
 }

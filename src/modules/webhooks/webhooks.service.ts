@@ -32,8 +32,8 @@ export interface DeliveryView {
   at: string;
 }
 
-/** Why a URL is not a webhook URL: the rule (absolute http(s), no credentials, at most 2000 characters) for the CLI and the API. */
-export type WebhookUrlProblem = 'not_a_url' | 'not_http' | 'credentials' | 'too_long';
+/** Why a URL is not a webhook URL: the rule (absolute http(s), not port 0, no credentials, at most 2000 characters) for the CLI and the API. */
+export type WebhookUrlProblem = 'not_a_url' | 'not_http' | 'port_zero' | 'credentials' | 'too_long';
 
 export function webhookUrlProblem(url: string): { url: string; problem: null } | { url: null; problem: WebhookUrlProblem } {
   let parsed: URL;
@@ -44,6 +44,8 @@ export function webhookUrlProblem(url: string): { url: string; problem: null } |
   }
   // file:, gopher:, ftp:… have no business here.
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return { url: null, problem: 'not_http' };
+  // The URL parser refuses ports above 65535 but takes 0, which no connection can be made to.
+  if (parsed.port === '0') return { url: null, problem: 'port_zero' };
   if (parsed.username || parsed.password) return { url: null, problem: 'credentials' };
   if (url.length > URL_MAX_LENGTH) return { url: null, problem: 'too_long' };
   return { url: parsed.toString(), problem: null };
@@ -58,6 +60,7 @@ export function checkWebhookUrl(url: string): string {
     case null: return checked.url;
     case 'not_a_url': throw AppError.field('invalid', `must be an absolute http or https URL, got "${url}"`, 'url');
     case 'not_http': throw AppError.field('invalid', `must be an http or https URL, got "${url}"`, 'url');
+    case 'port_zero': throw AppError.field('invalid', `must have a port from 1 to 65535 (or none), got "${url}"`, 'url');
     case 'credentials': throw AppError.field('invalid', 'must not carry credentials', 'url');
     case 'too_long': throw AppError.field('invalid', `is longer than ${URL_MAX_LENGTH} characters`, 'url');
   }
