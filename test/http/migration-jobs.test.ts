@@ -245,6 +245,12 @@ describe('POST migration-jobs/<id>/records/', () => {
     const json = await t.app.inject({ method: 'POST', url: `${BASE}${job.id}/records/`, payload: { account: {} }, headers: { authorization: `Token ${tenant.token}` } });
     assert.equal(json.statusCode, 415);
     assert.deepEqual(json.json(), { detail: 'Upload records as application/x-ndjson, one record per line.', code: 'unsupported_media_type' });
+    // Types no parser reads, and none at all, get the same advice (not the JSON routes').
+    for (const type of ['text/plain', 'application/ndjson', 'multipart/form-data; boundary=x', undefined]) {
+      const res = await t.app.inject({ method: 'POST', url: `${BASE}${job.id}/records/`, payload: '{}\n',
+        headers: { authorization: `Token ${tenant.token}`, ...(type ? { 'content-type': type } : {}) } });
+      assert.deepEqual([res.statusCode, res.json()], [415, { detail: 'Upload records as application/x-ndjson, one record per line.', code: 'unsupported_media_type' }], type);
+    }
     const notFound = { detail: `No migration job "${job.id}".`, code: 'not_found' };
     assert.deepEqual(await upload(other, job.id, [{ account: accountPayload(other.supplier) }]), { status: 404, json: notFound });
     assert.deepEqual(await upload(tenant, 'nope', ['{}']), { status: 404, json: { detail: 'No migration job "nope".', code: 'not_found' } });

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { constants, gzipSync, inflateRawSync } from 'node:zlib';
-import { STAGE_URL } from '../support/imports.ts';
+import { onPostgres, pgSession, STAGE_URL, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type TestApp, type Tenant } from '../support/test-app.ts';
 
@@ -195,3 +198,42 @@ describe('blank lines', () => {
     assert.ok(performance.now() - started < 5000, `${performance.now() - started} ms`);
   });
 });
+
+describe('a connection closed in the middle of an upload', () => {
+  test('the complete lines sent before the close are kept, though the job was still being looked up when it closed', async () => {
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = t.app.server.address() as { port: number };
+    const lines = goodLines(2);
+    for (let round = 0; round < 3; round++) {
+      const id = await newJob();
+      const body = `${lines.join('\n')}\n{"account": {"external_account_n`;
+      // The store is kept busy while the request arrives and its client goes: the upload's first
+      // look at its job waits until after the close.
+      const busy = holdStore(600);
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(`POST ${BASE}${id}/records/ HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${tenant.token}\r\n`
+        + `Content-Type: application/x-ndjson\r\nContent-Length: ${Buffer.byteLength(body) + 500}\r\n\r\n${body}`, () => socket.destroy());
+      await once(socket, 'close');
+      await busy;
+      await waitUntil(async () => (await countsOf(id)).total === 2, `round ${round}: the two complete lines are kept`, 10_000);
+    }
+  });
+});
+
+/** Keeps the store busy for `ms`: PGlite runs one statement at a time; on PostgreSQL a session of its own locks the jobs table. */
+async function holdStore(ms: number): Promise<void> {
+  if (!onPostgres) {
+    await sql`SELECT pg_sleep(${ms / 1000})`.execute(t.store.db);
+    return;
+  }
+  const session = await pgSession(t.config.databaseUrl);
+  try {
+    await session.query('BEGIN');
+    await session.query('LOCK TABLE migration_jobs IN ACCESS EXCLUSIVE MODE');
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  } finally {
+    await session.query('ROLLBACK').catch(() => {});
+    await session.end();
+  }
+}

@@ -19,6 +19,7 @@ import {
 import * as jobs from './migration-jobs.service.ts';
 import { idleLimited } from './upload-idle.ts';
 import { gunzipped } from './upload-gzip.ts';
+import { readAhead } from './upload-read-ahead.ts';
 import { MAX_RECORD_DEPTH } from './record-line.ts';
 
 const TAGS = ['Migration jobs'];
@@ -151,18 +152,20 @@ export const migrationJobsRoutes: FastifyPluginAsync<ServiceDeps & { events: Eve
     },
     // The body is a stream the handler reads itself; the job id is judged as on every route.
     validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compileRequestValidator(route)),
-    // Runs after the auth guard: only an authenticated upload outlives REQUEST_TIMEOUT_MS.
-    onRequest: (request, _reply, done) => {
+    // Runs after the auth guard: only an authenticated upload outlives REQUEST_TIMEOUT_MS. The type
+    // is judged here, before any body parser: a type with none (text/plain, none at all) would
+    // otherwise be refused with the JSON routes' advice.
+    onRequest: (request, reply, done) => {
       exemptFromRequestDeadline(request);
-      done();
+      const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (type === NDJSON) return done();
+      // The body will not be read: close the connection after the answer.
+      void reply.header('connection', 'close');
+      done(new AppError('unsupported_media_type', `Upload records as ${NDJSON}, one record per line.`));
     },
   }, async (request, reply) => {
     try {
       const caller = callerOf(request);
-      const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (type !== NDJSON) {
-        throw new AppError('unsupported_media_type', `Upload records as ${NDJSON}, one record per line.`);
-      }
       return await jobs.uploadRecords(deps, caller, request.params.job_id, bodyStream(request, config.uploadIdleTimeoutSeconds * 1000));
     } catch (error) {
       // The rest of the body will not be read: close the connection after the answer, rather than
@@ -235,7 +238,9 @@ export const migrationJobsRoutes: FastifyPluginAsync<ServiceDeps & { events: Eve
 
 /** The upload's bytes (inflated with gzip), failing with UploadStalled when the client stops sending for `idleMs`. */
 function bodyStream(request: FastifyRequest, idleMs: number): AsyncIterable<Buffer> {
-  const raw = idleLimited(request.body as AsyncIterable<Buffer>, idleMs);
+  // Read ahead from now: the lines that arrive while the job is looked up are kept even if the client
+  // then closes the connection.
+  const raw = idleLimited(readAhead(request.body as Readable), idleMs);
   const encoding = String(request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding === 'identity' || encoding === '') return raw;
   if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipped(raw);

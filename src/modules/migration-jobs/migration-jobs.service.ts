@@ -20,6 +20,7 @@ import {
 import { ndjsonLines, UploadLimitExceeded } from './ndjson-lines.ts';
 import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
+import { UploadCutOff } from './upload-read-ahead.ts';
 import { endJob, jobFigures } from './job-end.ts';
 import { requestDispatch } from './job-queues.ts';
 import { parseLine, type ParsedLine } from './record-line.ts';
@@ -245,6 +246,11 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
     if (error instanceof UploadNotGzip) {
       throw new AppError('parse_error', 'The body is not valid gzip (not gzip, or cut short): '
         + `the ${received} records read before the fault are kept; the job holds ${total}.`, kept);
+    }
+    if (error instanceof UploadCutOff) {
+      // No one reads this answer (the client has gone); it is what the request log records.
+      throw new AppError('parse_error', 'The connection was closed before the end of the upload: '
+        + `the ${received} complete records received before are kept; the job holds ${total}, send the lines after those.`, kept);
     }
     if (error instanceof UploadStalled) {
       throw new AppError('request_timeout', `No data arrived for ${error.idleMs / 1000} s: the upload was cut off. `

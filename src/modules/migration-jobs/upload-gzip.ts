@@ -1,5 +1,6 @@
 import { pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
+import { readAhead } from './upload-read-ahead.ts';
 
 // A records upload sent with Content-Encoding: gzip, inflated as it arrives. Bytes that are not gzip,
 // or a gzip stream that ends before its trailer (an upload cut short), are the client's fault: they
@@ -16,7 +17,9 @@ export async function* gunzipped(source: AsyncIterable<Buffer>): AsyncGenerator<
   // pipeline passes a failure of the request (a cut, a stall) on to the gunzip stream read here.
   const inflating = pipeline(source, createGunzip(), () => {});
   try {
-    for await (const chunk of inflating) yield chunk as Buffer;
+    // Read ahead: what the gunzip stream inflated before a fault (bytes after the last member, a
+    // cut) is kept, and only then the fault is reported.
+    for await (const chunk of readAhead(inflating)) yield chunk;
   } catch (error) {
     throw isZlibError(error) ? new UploadNotGzip(error as Error) : error;
   }
