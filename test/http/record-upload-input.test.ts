@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { constants, gzipSync, inflateRawSync } from 'node:zlib';
 import { onPostgres, pgSession, STAGE_URL, waitUntil } from '../support/imports.ts';
+import { ndjsonLines, type Line } from '../../src/modules/migration-jobs/index.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type TestApp, type Tenant } from '../support/test-app.ts';
 
@@ -40,6 +41,7 @@ async function countsOf(id: string) {
   return (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.counts as { total: number; pending: number; failed: number };
 }
 
+const LIMITS = { maxLineBytes: 1024, maxTotalBytes: 1024 * 1024, maxBlankLines: 10 };
 const goodLine = () => JSON.stringify({ account: accountPayload(tenant.supplier) });
 const goodLines = (n: number) => Array.from({ length: n }, goodLine);
 
@@ -160,6 +162,39 @@ describe('gzip that is not gzip', () => {
     assert.deepEqual(await postJson(VALIDATE_URL, text, { 'content-encoding': 'gzip' }), notGzip);
     const gzipped = gzipSync(text);
     assert.deepEqual(await postJson(VALIDATE_URL, gzipped.subarray(0, gzipped.length >> 1), { 'content-encoding': 'gzip' }), notGzip);
+  });
+});
+
+describe('a byte order mark', () => {
+  const BOM = '\uFEFF';
+
+  test('at the start of an upload it is dropped: the first line is a record, and the file hash is of the lines without it', async () => {
+    const id = await newJob();
+    const [a, b, c] = goodLines(3);
+    assert.deepEqual(await upload(id, `${BOM}${a}\n${b}\n`), { status: 200, json: { received: 2, total_records: 2 } });
+    // Each upload's own start, gzipped too.
+    assert.deepEqual(await upload(id, gzipSync(`${BOM}${c}\n`), { 'content-encoding': 'gzip' }), { status: 200, json: { received: 1, total_records: 3 } });
+    assert.deepEqual(await failed(id), []);
+    const report = await call(t.app, 'GET', `${BASE}${id}/reconciliation/`, { token: tenant.token });
+    assert.equal(report.json.file.sha256, createHash('sha256').update(`${a}\n${b}\n${c}\n`).digest('hex'));
+  });
+
+  test('anywhere else it is the line\'s own bytes: that line fails at parse', async () => {
+    const id = await newJob();
+    const [a, b] = goodLines(2);
+    assert.deepEqual(await upload(id, `${a}\n${BOM}${b}\n`), { status: 200, json: { received: 2, total_records: 2 } });
+    assert.deepEqual((await failed(id)).map((r) => [r.line, r.step, r.errors[0].code]), [[2, 'parse', 'parse_error']]);
+  });
+
+  test('a mark split over the first chunks is dropped; a stream that is only the start of one is left as it is', async () => {
+    const lines = async (chunks: number[][]) => {
+      const out: Line[] = [];
+      for await (const line of ndjsonLines((async function* () { for (const c of chunks) yield Buffer.from(c); })(), LIMITS)) out.push(line);
+      return out;
+    };
+    const text = [...Buffer.from('{"a":1}\n')];
+    assert.deepEqual(await lines([[0xef], [0xbb], [0xbf, ...text]]), [{ kind: 'text', text: '{"a":1}' }]);
+    assert.deepEqual(await lines([[0xef, 0xbb]]), [{ kind: 'not_utf8' }]);
   });
 });
 

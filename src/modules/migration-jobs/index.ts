@@ -10,5 +10,5 @@ export { CHURNED_TABLES as MIGRATION_CHURNED_TABLES, defineMigrationQueues, DISP
 export { startMigrationWorkers } from './migration-jobs.worker.ts';
 export { jobViewsRoutes } from './job-views.routes.ts';
 export { bucketSecondsFor } from './job-views.service.ts';
-export { ndjsonLines } from './ndjson-lines.ts';
+export { ndjsonLines, type Line } from './ndjson-lines.ts';
 export { reconciliationRoutes } from './reconciliation.routes.ts';

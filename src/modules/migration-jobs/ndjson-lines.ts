@@ -10,6 +10,9 @@ import { isUtf8 } from 'node:buffer';
 // not yield the incomplete line it was in the middle of: the error is thrown after every complete
 // line has been yielded.
 //
+// A UTF-8 byte order mark at the very start of the stream (as spreadsheet tools and some legacy
+// exports write) is not part of the first line: it is dropped, unhashed.
+//
 // `onLineBytes` sees the bytes of every line that is yielded, then its newline, in order (the job's
 // upload hash): a line's bytes as they are dropped when it is too long, the others when it ends. It
 // is called before the line is yielded and never for a blank line; the bytes of a too-long line cut
@@ -55,7 +58,7 @@ export async function* ndjsonLines(
     if (!line) skipBlank();
     return line;
   };
-  for await (const raw of source) {
+  for await (const raw of withoutByteOrderMark(source)) {
     const chunk = typeof raw === 'string' ? Buffer.from(raw) : raw;
     total += chunk.length;
     if (total > limits.maxTotalBytes) throw new UploadLimitExceeded('bytes');
@@ -111,4 +114,25 @@ function blank(parts: Buffer[]): boolean {
     }
   }
   return true;
+}
+
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/** The stream's bytes without a UTF-8 byte order mark at its very start (which may come split over chunks). */
+async function* withoutByteOrderMark(source: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer> {
+  let head: Buffer | null = Buffer.alloc(0);
+  for await (const raw of source) {
+    const chunk = typeof raw === 'string' ? Buffer.from(raw) : raw;
+    if (head === null) {
+      yield chunk;
+      continue;
+    }
+    head = Buffer.concat([head, chunk]);
+    if (head.length < BOM.length && BOM.subarray(0, head.length).equals(head)) continue;
+    const rest = head.subarray(0, BOM.length).equals(BOM) ? head.subarray(BOM.length) : head;
+    head = null;
+    if (rest.length > 0) yield rest;
+  }
+  // A stream shorter than a mark: its bytes as they are (the start of a mark is not one).
+  if (head !== null && head.length > 0) yield head;
 }
