@@ -574,7 +574,7 @@ describe('job states', () => {
     assert.equal((await action(tenant, job.id, 'start')).status, 200);
     await finished(tenant, job.id);
     const again = await action(tenant, job.id, 'start');
-    assert.deepEqual([again.status, again.json], [400, { detail: `Migration job "${job.id}" is completed: records can only be added while it is open.`, code: 'migration_job_not_open' }]);
+    assert.deepEqual([again.status, again.json], [400, { detail: `Migration job "${job.id}" is completed: only an open job can be started (it starts once).`, code: 'migration_job_not_open' }]);
   });
 
   test('start with the JSON body {} answers as start with none: 200, the job queued', async () => {

@@ -264,8 +264,10 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
   return { received, total_records: total };
 }
 
-function notOpen(job: repo.JobRow): AppError {
-  return new AppError('migration_job_not_open', `Migration job "${job.id}" is ${job.state}: records can only be added while it is open.`);
+/** The job is past `open`: records were posted to it (`upload`) or it was started again (`start`). */
+function notOpen(job: repo.JobRow, refused: 'upload' | 'start' = 'upload'): AppError {
+  return new AppError('migration_job_not_open', `Migration job "${job.id}" is ${job.state}: `
+    + (refused === 'upload' ? 'records can only be added while it is open.' : 'only an open job can be started (it starts once).'));
 }
 
 /** A line read from the upload and parsed, with the upload hash's state once it is hashed (newline included). */
@@ -334,7 +336,7 @@ export async function startJob(deps: JobsDeps, caller: Caller, id: string): Prom
   const found = await requireJob(deps.db, caller, id);
   await deps.db.transaction().execute(async (trx) => {
     const job = (await repo.lockJob(trx, found.id))!;
-    if (job.state !== 'open') throw notOpen(job);
+    if (job.state !== 'open') throw notOpen(job, 'start');
     if (!(await repo.hasRecords(trx, job.id))) {
       throw new AppError('migration_job_empty', `Migration job "${job.id}" has no records: upload some before starting it.`);
     }
