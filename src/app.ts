@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { sql } from 'kysely';
 import type { Config } from './config.ts';
 import { graphqlRoutes } from './graphql/graphql.routes.ts';
 import { authenticate, authGuard, isGuardedPath } from './http/auth.ts';
 import { registerBodyReading } from './http/body-encoding.ts';
-import { handleClientError, handleFrameworkError, registerErrorHandling, ROUTER_MAX_PARAM_LENGTH } from './http/error-handler.ts';
+import { answerUnmetExpectation, handleClientError, handleFrameworkError, registerErrorHandling, ROUTER_MAX_PARAM_LENGTH } from './http/error-handler.ts';
 import { RequestLog } from './http/request-log.ts';
 import { registerShutdownAnswers, sendDraining, type Readiness } from './http/shutdown.ts';
 import { AppError } from './core/errors.ts';
@@ -40,6 +41,9 @@ export interface AppOptions {
 }
 
 /** Builds the whole HTTP app over the process's modules. Never listens: main.ts and the tests do that. */
+/** The query string of an operation that takes no parameter: none at all. */
+const NO_QUERY = Type.Object({}, { additionalProperties: false });
+
 export async function buildApp({ modules, config = modules.config, logger, readiness = { draining: false } }: AppOptions): Promise<FastifyInstance> {
   const { db, tokens } = modules;
   const app = Fastify({
@@ -71,6 +75,8 @@ export async function buildApp({ modules, config = modules.config, logger, readi
   // Bodies are JSON only (D4): without this, Fastify's built-in text/plain parser would accept a
   // text body and fail it as a validation error instead of answering 415.
   app.removeContentTypeParser('text/plain');
+  // An Expect other than 100-continue: Node would answer an empty 417 (error-handler.ts).
+  app.server.on('checkExpectation', answerUnmetExpectation);
   registerBodyReading(app, config.bodyLimitBytes);
   registerShutdownAnswers(app, readiness);
 
@@ -114,6 +120,12 @@ export async function buildApp({ modules, config = modules.config, logger, readi
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));
+    // A query parameter an operation does not document is refused (`unknown_field`) on every
+    // operation, also those that take none: a client sending `page_size` to an answer that is not
+    // paged learns it, instead of silently getting something else than it asked for.
+    v1.addHook('onRoute', (route) => {
+      if (route.schema && !route.schema.querystring) route.schema = { ...route.schema, querystring: NO_QUERY };
+    });
     const plugins: FastifyPluginAsync<Modules>[] = [accountDataRoutes, accountImportsRoutes, notesRoutes, transactionsRoutes,
       statementsRoutes, paymentInstructionsRoutes, accountsRoutes, eventsRoutes, migrationJobsRoutes, reconciliationRoutes,
       jobViewsRoutes, statsRoutes, webhookEndpointsRoutes];

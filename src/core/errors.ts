@@ -37,7 +37,7 @@ const ERRORS = {
   // import-admin, a change the stored state refuses (a key already revoked, a vendor still in use)
   conflict: entry(400, 'An item with this identifier already exists with other content.'),
   // 400: migration jobs
-  migration_job_not_open: entry(400, 'Records can only be added while the migration job is open.'),
+  migration_job_not_open: entry(400, 'The migration job is no longer open: records are added, and the job is started, only while it is open.'),
   migration_job_empty: entry(400, 'The migration job has no records: upload some before starting it.'),
   migration_job_finished: entry(400, 'The migration job has already ended.'),
   migration_job_not_finished: entry(400, 'Only a completed or cancelled migration job can be retried.'),
@@ -49,7 +49,7 @@ const ERRORS = {
   not_authenticated: entry(401, 'Authentication credentials were not provided.'),
   authentication_failed: entry(401, 'Invalid or revoked credentials.'),
   token_expired: entry(401, 'The token has expired; obtain a new one.'),
-  // 404, 405, 408, 409, 413, 415, 429, 431 (408 and 431: the request never reached a route, or a records upload stalled)
+  // 404, 405, 408, 409, 413, 415, 417, 429, 431 (408, 417 and 431: the request never reached a route, or a records upload stalled)
   not_found: entry(404, 'Not found.'),
   account_not_found: entry(404, 'No such account for this import supplier.'),
   method_not_allowed: entry(405, 'Method not allowed.'),
@@ -58,6 +58,7 @@ const ERRORS = {
   request_timeout: entry(408, 'The request was not received in time.'),
   payload_too_large: entry(413, 'The request body is larger than the limit.'),
   unsupported_media_type: entry(415, 'Send the body as application/json.'),
+  expectation_failed: entry(417, 'Only "Expect: 100-continue" is supported; send the request without this Expect header.'),
   concurrency_limit_exceeded: entry(429, 'Too many creates are running; retry shortly.'),
   too_many_requests: entry(429, 'Too many requests; retry later.'),
   request_header_fields_too_large: entry(431, 'The request headers are too large.'),

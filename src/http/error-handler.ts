@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { AppError, messageFor } from '../core/errors.ts';
 import { isUnstorableInput, retryableStoreFailure } from '../db/errors.ts';
@@ -120,4 +120,16 @@ export function handleClientError(error: NodeJS.ErrnoException, socket: Socket):
   const body = JSON.stringify(appError.body());
   socket.end(`HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n`
     + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/**
+ * Node answers a request whose `Expect` is not `100-continue` itself, with an empty 417, unless the
+ * server listens for `checkExpectation`: answered here in the error body, and the connection closed
+ * (the body, if any, is not read).
+ */
+export function answerUnmetExpectation(_request: IncomingMessage, response: ServerResponse): void {
+  const appError = new AppError('expectation_failed');
+  const body = JSON.stringify(appError.body());
+  response.writeHead(appError.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  response.end(body);
 }

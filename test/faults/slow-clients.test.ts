@@ -111,6 +111,13 @@ describe('socket-level client errors', () => {
     assert.doesNotThrow(() => jsonOf(response));
   });
 
+  test('an Expect header other than 100-continue is a 417 in the error body, and the connection is closed', async () => {
+    const client = drip(`POST ${ROUTES.validate} HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`, '', 60_000);
+    const { response } = await within(client.closed, 3_000, 'an unmet expectation');
+    assert.match(statusLine(response), /^HTTP\/1\.1 417/);
+    assert.deepEqual(jsonOf(response), { detail: 'Only "Expect: 100-continue" is supported; send the request without this Expect header.', code: 'expectation_failed' });
+  });
+
   test('they carry the D4 body {detail, code}', async () => {
     for (const raw of [`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 'NOT HTTP AT ALL\r\n\r\n']) {
       const client = drip(raw, '', 60_000);
