@@ -123,6 +123,26 @@ describe('POST migration-jobs/<id>/pause/ and resume/', () => {
   });
 });
 
+describe('the answer of an action', () => {
+  test('is the job as its own request left it: pauses and resumes sent at once each answer their own write', async () => {
+    const tenant = await createTenant(t);
+    // Scheduled far ahead: nothing of it runs, only the requests change it.
+    const id = await startedJob(tenant, 1, { not_before: '2099-01-01T00:00:00Z' });
+    for (let round = 0; round < 3; round++) {
+      const names = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? 'pause' : 'resume') as const);
+      const answers = await Promise.all(names.map((name) => action(tenant, id, name)));
+      answers.forEach((res, i) => {
+        if (res.status === 400) {
+          assert.equal(res.json.code, 'migration_job_not_paused', res.body);
+          return;
+        }
+        assert.equal(res.status, 200, res.body);
+        assert.equal(res.json.paused, names[i] === 'pause', `${names[i]} answered ${JSON.stringify([res.json.state, res.json.paused])}`);
+      });
+    }
+  });
+});
+
 describe('max_records_per_minute', () => {
   test('set at creation, changed and lifted by PATCH; shown on the job', async () => {
     const tenant = await createTenant(t);

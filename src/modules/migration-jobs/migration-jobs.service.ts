@@ -81,6 +81,10 @@ export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Pr
   return jobView(db, (await repo.findJob(db, id))!);
 }
 
+/**
+ * The job's view. The actions (start, cancel, retry, pause, resume) read it in their own transaction,
+ * so their answer is the job as that request left it, not after another request's write.
+ */
 export async function getJob(db: Db, caller: Caller, id: string): Promise<Job> {
   return jobView(db, await requireJob(db, caller, id));
 }
@@ -334,7 +338,7 @@ async function writeBatch(deps: JobsDeps, jobId: string, lines: ParsedUploadLine
 
 export async function startJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
   const found = await requireJob(deps.db, caller, id);
-  await deps.db.transaction().execute(async (trx) => {
+  return deps.db.transaction().execute(async (trx) => {
     const job = (await repo.lockJob(trx, found.id))!;
     if (job.state !== 'open') throw notOpen(job, 'start');
     if (!(await repo.hasRecords(trx, job.id))) {
@@ -343,13 +347,13 @@ export async function startJob(deps: JobsDeps, caller: Caller, id: string): Prom
     const scheduled = job.not_before !== null && job.not_before.getTime() > deps.clock.nowMs();
     await repo.updateJob(trx, job.id, { state: scheduled ? 'scheduled' : 'queued', startedNow: true });
     await requestDispatch(deps.queue, trx, job, deps.clock.now());
+    return getJob(trx, caller, id);
   });
-  return getJob(deps.db, caller, id);
 }
 
 export async function cancelJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
   const found = await requireJob(deps.db, caller, id);
-  await deps.db.transaction().execute(async (trx) => {
+  return deps.db.transaction().execute(async (trx) => {
     const job = (await repo.lockJob(trx, found.id))!;
     if (isFinished(job.state)) throw finishedAlready(job);
     await repo.cancelPending(trx, job.id, []);
@@ -357,13 +361,13 @@ export async function cancelJob(deps: JobsDeps, caller: Caller, id: string): Pro
     // Records already running finish; the last one to finish makes the job cancelled.
     await repo.updateJob(trx, job.id, { cancelRequested: true });
     if (!running) await endJob(deps.events, trx, job, 'cancelled');
+    return getJob(trx, caller, id);
   });
-  return getJob(deps.db, caller, id);
 }
 
 export async function retryJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
   const found = await requireJob(deps.db, caller, id);
-  await deps.db.transaction().execute(async (trx) => {
+  return deps.db.transaction().execute(async (trx) => {
     const job = (await repo.lockJob(trx, found.id))!;
     if (!isFinished(job.state)) {
       throw new AppError('migration_job_not_finished', `Migration job "${job.id}" is ${shownState(job)}: only a completed or cancelled job can be retried.`);
@@ -371,8 +375,8 @@ export async function retryJob(deps: JobsDeps, caller: Caller, id: string): Prom
     await repo.resetForRetry(trx, job.id);
     await repo.updateJob(trx, job.id, { state: 'queued', cancelRequested: false, clearFinished: true, startedNow: true });
     await requestDispatch(deps.queue, trx, { id: job.id, not_before: null, not_after: job.not_after }, deps.clock.now());
+    return getJob(trx, caller, id);
   });
-  return getJob(deps.db, caller, id);
 }
 
 // ---- pause, resume, throttle ----
@@ -387,17 +391,17 @@ function finishedAlready(job: repo.JobRow): AppError {
  */
 export async function pauseJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
   const found = await requireJob(deps.db, caller, id);
-  await deps.db.transaction().execute(async (trx) => {
+  return deps.db.transaction().execute(async (trx) => {
     const job = (await repo.lockJob(trx, found.id))!;
     if (isFinished(job.state)) throw finishedAlready(job);
     await repo.updateJob(trx, job.id, { paused: true });
+    return getJob(trx, caller, id);
   });
-  return getJob(deps.db, caller, id);
 }
 
 export async function resumeJob(deps: JobsDeps, caller: Caller, id: string): Promise<Job> {
   const found = await requireJob(deps.db, caller, id);
-  await deps.db.transaction().execute(async (trx) => {
+  return deps.db.transaction().execute(async (trx) => {
     const job = (await repo.lockJob(trx, found.id))!;
     if (isFinished(job.state)) throw finishedAlready(job);
     if (!job.paused) {
@@ -405,8 +409,8 @@ export async function resumeJob(deps: JobsDeps, caller: Caller, id: string): Pro
       throw new AppError('migration_job_not_paused', `Migration job "${job.id}" was not paused${why}.`);
     }
     await repo.updateJob(trx, job.id, { paused: false });
+    return getJob(trx, caller, id);
   });
-  return getJob(deps.db, caller, id);
 }
 
 /** The throttle may change at any time, even on a finished job (a retry runs under it). */
