@@ -129,7 +129,7 @@ describe('the answer of an action', () => {
     // Scheduled far ahead: nothing of it runs, only the requests change it.
     const id = await startedJob(tenant, 1, { not_before: '2099-01-01T00:00:00Z' });
     for (let round = 0; round < 3; round++) {
-      const names = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? 'pause' : 'resume') as const);
+      const names = Array.from({ length: 12 }, (_, i): 'pause' | 'resume' => (i % 2 === 0 ? 'pause' : 'resume'));
       const answers = await Promise.all(names.map((name) => action(tenant, id, name)));
       answers.forEach((res, i) => {
         if (res.status === 400) {
