@@ -4243,7 +4243,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query: {
-                /** @description The supplier whose events to read. */
+                /** @description Import supplier code, case-sensitive: 1-64 characters, no surrounding white space, no "/", not "." or "..", no control or format characters. */
                 import_supplier: string;
                 /** @description The id of the last event read: the page starts after it, in feed order. */
                 after?: string;

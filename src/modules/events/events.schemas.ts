@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { ImportSupplierCode } from '../../schemas/identifiers.ts';
 import { Nullable } from '../../schemas/text.ts';
 import { EVENT_TYPES, type EventType } from './event-types.ts';
 
@@ -8,7 +9,8 @@ export const MAX_EVENTS_LIMIT = 1000;
 export const DEFAULT_EVENTS_LIMIT = 100;
 
 export const EventsQuery = Type.Object({
-  import_supplier: Type.String({ minLength: 1, maxLength: 200, description: 'The supplier whose events to read.' }),
+  // The one supplier code rule (1-64 characters, path-safe), as every other operation takes it.
+  import_supplier: ImportSupplierCode,
   after: Type.Optional(Type.String({
     pattern: '^[1-9][0-9]{0,17}$', maxLength: 18,
     description: 'The id of the last event read: the page starts after it, in feed order.',
