@@ -116,7 +116,11 @@ function describeType(type: unknown): string {
 export function toFieldErrors(errors: ErrorObject[], data: unknown): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
+  // A value of the wrong type is not a choice either: its `invalid` says it all (`null`, or a query
+  // parameter sent twice, which arrives as a list), without a second `invalid_choice` at the same place.
+  const mistyped = new Set(errors.filter((e) => e.keyword === 'type').map((e) => e.instancePath));
   for (const e of errors) {
+    if (e.keyword === 'enum' && mistyped.has(e.instancePath)) continue;
     const item = toFieldError(e);
     if (!item) continue;
     const key = `${item.attr}\u0000${item.code}`;

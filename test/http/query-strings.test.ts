@@ -70,3 +70,15 @@ test('a query parameter the operation does not document is 400 unknown_field at 
     assert.ok(operations.some((o) => o.path === path && !(o.operation.parameters ?? []).some((p) => p.in === 'query')), path);
   }
 });
+
+test('a value of the wrong type is one error at its place, not also an invalid choice: a parameter sent twice, or null for a choice', async () => {
+  const tenant = await createTenant(t);
+  const created = await call(t.app, 'POST', '/v1/data-import/migration-jobs/', { token: tenant.token,
+    body: { import_supplier: tenant.supplier, operations_team_name: tenant.team, on_drift: null } });
+  assert.deepEqual([created.status, created.json.errors], [400, [{ detail: 'This field may not be null.', code: 'null', attr: 'on_drift' }]]);
+
+  const job = await call(t.app, 'POST', '/v1/data-import/migration-jobs/', { token: tenant.token,
+    body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+  const twice = await call(t.app, 'GET', `/v1/data-import/migration-jobs/${job.json.id}/records/?outcome=failed&outcome=succeeded`, { token: tenant.token });
+  assert.deepEqual([twice.status, twice.json.errors], [400, [{ detail: 'Expected a string.', code: 'invalid', attr: 'outcome' }]]);
+});
