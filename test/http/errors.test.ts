@@ -77,7 +77,8 @@ describe('routing errors', () => {
     assert.deepEqual(res.json, { detail: 'Method "DELETE" not allowed.', code: 'method_not_allowed' });
     const get = await call(t.app, 'PUT', '/healthz');
     assert.equal(get.status, 405);
-    assert.match(String(get.headers.allow), /GET/);
+    assert.equal(get.headers.allow, 'GET, HEAD', 'a GET route answers HEAD too');
+    assert.equal((await call(t.app, 'HEAD', '/healthz')).status, 200);
   });
 });
 
