@@ -122,6 +122,29 @@ describe('a job\'s failures', () => {
   });
 });
 
+describe('CSV or NDJSON, by the Accept header and its weights', () => {
+  test('records/ and reconciliation/exceptions/ answer CSV only when text/csv is preferred', async () => {
+    const tenant = await createTenant(t);
+    const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    const cases: Array<[string | undefined, 'csv' | 'ndjson']> = [
+      [undefined, 'ndjson'], ['*/*', 'ndjson'], ['application/x-ndjson', 'ndjson'], ['image/png', 'ndjson'],
+      ['text/csv', 'csv'], ['TEXT/CSV; charset=utf-8', 'csv'], ['text/*', 'csv'], ['text/csv, */*', 'csv'],
+      ['text/csv;q=0, application/x-ndjson', 'ndjson'], ['text/csv;q=0', 'ndjson'],
+      ['text/csv;q=0.5, application/x-ndjson', 'ndjson'], ['application/x-ndjson;q=0.4, text/csv;q=0.9', 'csv'],
+      ['text/csv, application/x-ndjson', 'ndjson'],
+    ];
+    for (const path of ['records/', 'reconciliation/exceptions/']) {
+      for (const [accept, expected] of cases) {
+        const res = await t.app.inject({ method: 'GET', url: `${BASE}${id}/${path}`,
+          headers: { authorization: `Token ${tenant.token}`, ...(accept === undefined ? {} : { accept }) } });
+        assert.equal(res.statusCode, 200, res.body);
+        assert.equal(res.headers['content-type'], expected === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8', `${path} with ${accept}`);
+      }
+    }
+  });
+});
+
 describe('a running job\'s rate and ETA', () => {
   test('eta_seconds: the records left (pending and running) at records_per_minute, taken over five minutes or since the job began', async () => {
     const tenant = await createTenant(t);

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { prefersCsv } from '../../http/accept.ts';
 import { callerOf } from '../../http/auth.ts';
 import { AppError } from '../../core/errors.ts';
 import { exemptFromRequestDeadline } from '../../http/request-deadline.ts';
@@ -230,7 +231,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<ServiceDeps & { events: Eve
       },
     },
   }, async (request, reply) => {
-    const csv = /\btext\/csv\b/i.test(String(request.headers.accept ?? ''));
+    const csv = prefersCsv(request.headers.accept);
     const chunks = await jobs.streamResults(db, callerOf(request), request.params.job_id, request.query.outcome, csv ? 'csv' : 'ndjson');
     return reply.type(csv ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`).send(Readable.from(chunks));
   });

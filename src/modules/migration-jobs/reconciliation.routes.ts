@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import { prefersCsv } from '../../http/accept.ts';
 import { callerOf } from '../../http/auth.ts';
 import { answer } from '../../http/openapi.ts';
 import type { Store } from '../../db/store.ts';
@@ -55,7 +56,7 @@ export const reconciliationRoutes: FastifyPluginAsync<{ store: Store }> = async 
       },
     },
   }, async (request, reply) => {
-    const csv = /\btext\/csv\b/i.test(String(request.headers.accept ?? ''));
+    const csv = prefersCsv(request.headers.accept);
     const chunks = await reconciliation.streamExceptions(store.db, callerOf(request), request.params.job_id, csv ? 'csv' : 'ndjson');
     return reply.type(csv ? 'text/csv; charset=utf-8' : `${NDJSON}; charset=utf-8`).send(Readable.from(chunks));
   });
