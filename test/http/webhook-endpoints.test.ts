@@ -186,6 +186,23 @@ describe('tenancy: another organisation\'s endpoint answers as an unknown one', 
   });
 });
 
+/** The detail of a refused address: `kind` with its article ("a loopback", "an unspecified"). */
+const refused = (which: string, kind: string) => `Webhooks cannot be delivered to ${which}: it is ${kind} address.`;
+
+/** Each URL is refused with its detail at create and at update (of one public endpoint), and nothing is created or changed. */
+async function refusedAtCreateAndUpdate(tenant: Tenant, cases: Array<[string, string]>): Promise<void> {
+  const { id } = await endpointFor(tenant, PUBLIC_URL);
+  for (const [url, detail] of cases) {
+    const expected = [400, field('webhook_url_not_allowed', detail, 'url')];
+    const created = await create(tenant, { url }, strict);
+    assert.deepEqual([created.status, created.json], expected, url);
+    const updated = await call(strict, 'PATCH', `${BASE}${id}/`, { token: tenant.token, body: { url } });
+    assert.deepEqual([updated.status, updated.json], expected, url);
+  }
+  const [endpoint] = (await call(strict, 'GET', BASE, { token: tenant.token })).json;
+  assert.deepEqual([endpoint.id, endpoint.url], [id, PUBLIC_URL], 'nothing created, nothing changed');
+}
+
 describe('webhook_url_not_allowed', () => {
   test('loopback, private, link-local and non-http URLs are refused at create and at update', async () => {
     const tenant = await createTenant(t);
@@ -198,21 +215,11 @@ describe('webhook_url_not_allowed', () => {
       ['ftp://hooks.acme.example/hook', 'Webhooks are delivered over http or https only.'],
       ['https://user:pw@hooks.acme.example/hook', 'A webhook URL must not carry credentials.'],
     ];
-    const { id } = await endpointFor(tenant, PUBLIC_URL);
-    for (const [url, detail] of cases) {
-      const expected = [400, field('webhook_url_not_allowed', detail, 'url')];
-      const created = await create(tenant, { url }, strict);
-      assert.deepEqual([created.status, created.json], expected, url);
-      const updated = await call(strict, 'PATCH', `${BASE}${id}/`, { token: tenant.token, body: { url } });
-      assert.deepEqual([updated.status, updated.json], expected, url);
-    }
-    const [endpoint] = (await call(strict, 'GET', BASE, { token: tenant.token })).json;
-    assert.deepEqual([endpoint.id, endpoint.url], [id, PUBLIC_URL], 'nothing created, nothing changed');
+    await refusedAtCreateAndUpdate(tenant, cases);
   });
 
   test('IPv6 forms embedding a blocked IPv4 (NAT64, 6to4, IPv4-compatible, -mapped, -translated) are refused with its reason; a public one passes', async () => {
     const tenant = await createTenant(t);
-    const refused = (which: string, kind: string) => `Webhooks cannot be delivered to ${which}: it is ${kind} address.`;
     // The URL's host as the service writes it back (the URL parser's normal form) names the address.
     const cases: Array<[string, string]> = [
       ['http://[64:ff9b::a9fe:a9fe]/latest/meta-data/', refused('64:ff9b::a9fe:a9fe', 'a link-local')],
@@ -227,16 +234,7 @@ describe('webhook_url_not_allowed', () => {
       ['http://[::ffff:127.0.0.1]/hook', refused('::ffff:7f00:1', 'a loopback')],
       ['http://[::ffff:a9fe:a9fe]/hook', refused('::ffff:a9fe:a9fe', 'a link-local')],
     ];
-    const { id } = await endpointFor(tenant, PUBLIC_URL);
-    for (const [url, detail] of cases) {
-      const expected = [400, field('webhook_url_not_allowed', detail, 'url')];
-      const created = await create(tenant, { url }, strict);
-      assert.deepEqual([created.status, created.json], expected, url);
-      const updated = await call(strict, 'PATCH', `${BASE}${id}/`, { token: tenant.token, body: { url } });
-      assert.deepEqual([updated.status, updated.json], expected, url);
-    }
-    const [endpoint] = (await call(strict, 'GET', BASE, { token: tenant.token })).json;
-    assert.deepEqual([endpoint.id, endpoint.url], [id, PUBLIC_URL], 'nothing created, nothing changed');
+    await refusedAtCreateAndUpdate(tenant, cases);
     // The same forms around a public IPv4 address (8.8.8.8) are accepted.
     for (const url of ['http://[64:ff9b::808:808]/hook', 'http://[2002:808:808::]/hook', 'http://[::ffff:0:808:808]/hook', 'http://[::ffff:8.8.8.8]/hook']) {
       const created = await create(tenant, { url }, strict);
@@ -246,7 +244,6 @@ describe('webhook_url_not_allowed', () => {
 
   test('documentation, discard-only and reserved ranges are refused, and the detail reads "an" before a vowel', async () => {
     const tenant = await createTenant(t);
-    const refused = (which: string, kind: string) => `Webhooks cannot be delivered to ${which}: it is ${kind} address.`;
     const cases: Array<[string, string]> = [
       ['http://192.0.2.1/hook', refused('192.0.2.1', 'a documentation')],
       ['http://198.51.100.7/hook', refused('198.51.100.7', 'a documentation')],
