@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Config } from './config.ts';
 import { graphqlRoutes } from './graphql/graphql.routes.ts';
@@ -90,14 +90,24 @@ export async function buildApp({ modules, config = modules.config, logger, readi
 
   registerErrorHandling(app);
   const allowedMethods = trackRoutes(app);
-  app.setNotFoundHandler(async (request) => {
+  const routeMiss = async (request: FastifyRequest): Promise<AppError> => {
     const path = request.url.split('?')[0] ?? '';
     // The guard covers the whole /v1 prefix, unknown paths included (a 401 before any 404 or 405).
     if (isGuardedPath(path)) await authenticate(tokens, request);
     const methods = allowedMethods(path.endsWith('/') ? path : `${path}/`).concat(allowedMethods(path));
-    throw methods.length > 0
+    return methods.length > 0
       ? new AppError('method_not_allowed', `Method "${request.method}" not allowed.`, { headers: { Allow: [...new Set(methods)].join(', ') } })
       : new AppError('not_found', `No route for ${request.method} ${path}.`);
+  };
+  // Answered before the body is read: a wrong method sent with a malformed or oversized body is a
+  // 405 (or 404), not the body's 400 or 413. The body is not read, so the connection is closed after.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.is404) return;
+    if (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined) void reply.header('connection', 'close');
+    throw await routeMiss(request);
+  });
+  app.setNotFoundHandler(async (request) => {
+    throw await routeMiss(request);
   });
 
   await registerOpenApi(app);

@@ -78,6 +78,11 @@ describe('routing errors', () => {
     const get = await call(t.app, 'PUT', '/healthz');
     assert.equal(get.status, 405);
     assert.equal(get.headers.allow, 'GET, HEAD', 'a GET route answers HEAD too');
+    // Answered before any body is read: a malformed, empty or oversized body does not turn it into a body error.
+    for (const payload of ['{', '', 'x'.repeat(2 * 1024 * 1024)]) {
+      const res = await t.app.inject({ method: 'PUT', url: `${PROBE}/suppliers/`, payload, headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/json' } });
+      assert.deepEqual([res.statusCode, res.json().code, res.headers.allow], [405, 'method_not_allowed', 'POST'], `a body of ${payload.length} bytes`);
+    }
     assert.equal((await call(t.app, 'HEAD', '/healthz')).status, 200);
   });
 });
