@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { graphqlRoutes } from './graphql/graphql.routes.ts';
 import { authenticate, authGuard, isGuardedPath } from './http/auth.ts';
 import { registerBodyReading } from './http/body-encoding.ts';
-import { answerUnmetExpectation, handleClientError, handleFrameworkError, registerErrorHandling, ROUTER_MAX_PARAM_LENGTH } from './http/error-handler.ts';
+import { answerUnmetExpectation, handleClientError, refuseTunnel, handleFrameworkError, registerErrorHandling, ROUTER_MAX_PARAM_LENGTH } from './http/error-handler.ts';
 import { RequestLog } from './http/request-log.ts';
 import { registerShutdownAnswers, sendDraining, type Readiness } from './http/shutdown.ts';
 import { AppError } from './core/errors.ts';
@@ -77,6 +77,7 @@ export async function buildApp({ modules, config = modules.config, logger, readi
   app.removeContentTypeParser('text/plain');
   // An Expect other than 100-continue: Node would answer an empty 417 (error-handler.ts).
   app.server.on('checkExpectation', answerUnmetExpectation);
+  app.server.on('connect', refuseTunnel);
   registerBodyReading(app, config.bodyLimitBytes);
   registerShutdownAnswers(app, readiness);
 

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { AppError, messageFor } from '../core/errors.ts';
 import { isUnstorableInput, retryableStoreFailure } from '../db/errors.ts';
 import { isExemptFromRequestDeadline } from './request-deadline.ts';
@@ -132,4 +133,16 @@ export function answerUnmetExpectation(_request: IncomingMessage, response: Serv
   const body = JSON.stringify(appError.body());
   response.writeHead(appError.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
   response.end(body);
+}
+
+/**
+ * A CONNECT request (a proxy tunnel) never reaches Fastify: with no listener Node closes the socket
+ * without a word. The service is no proxy: 405 in the error body, and the connection closed.
+ */
+export function refuseTunnel(_request: IncomingMessage, socket: Duplex): void {
+  const appError = new AppError('method_not_allowed', 'Method "CONNECT" not allowed: the service is not a proxy.');
+  const body = JSON.stringify(appError.body());
+  socket.on('error', () => {});
+  socket.end(`HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }

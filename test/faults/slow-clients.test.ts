@@ -118,6 +118,13 @@ describe('socket-level client errors', () => {
     assert.deepEqual(jsonOf(response), { detail: 'Only "Expect: 100-continue" is supported; send the request without this Expect header.', code: 'expectation_failed' });
   });
 
+  test('CONNECT (a proxy tunnel) is a 405 in the error body, not a socket closed without a word', async () => {
+    const client = drip('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '', 60_000);
+    const { response } = await within(client.closed, 3_000, 'a tunnel request');
+    assert.match(statusLine(response), /^HTTP\/1\.1 405/);
+    assert.deepEqual(jsonOf(response), { detail: 'Method "CONNECT" not allowed: the service is not a proxy.', code: 'method_not_allowed' });
+  });
+
   test('they carry the D4 body {detail, code}', async () => {
     for (const raw of [`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 'NOT HTTP AT ALL\r\n\r\n']) {
       const client = drip(raw, '', 60_000);
