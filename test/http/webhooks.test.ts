@@ -496,8 +496,9 @@ describe('SSRF: private addresses are refused unless WEBHOOK_ALLOW_PRIVATE_NETWO
       // IPv4-translated ::ffff:0:0:0/96 and IPv4-mapped ::ffff:0:0/96.
       ['::ffff:0:7f00:1', 'loopback'], ['::ffff:0:a9fe:a9fe', 'link-local'], ['::ffff:0:808:808', null],
       ['::ffff:127.0.0.1', 'loopback'], ['::ffff:7f00:1', 'loopback'], ['::ffff:a9fe:a9fe', 'link-local'], ['::ffff:8.8.8.8', null],
-      // Documentation, discard-only, IETF protocol assignments (Teredo among them).
+      // Local-use NAT64, documentation, discard-only, IETF protocol assignments (Teredo among them).
       ['192.0.2.1', 'documentation'], ['198.51.100.255', 'documentation'], ['203.0.113.9', 'documentation'], ['2001:db8::1', 'documentation'],
+      ['64:ff9b:1::a9fe:a9fe', 'local-use NAT64'], ['64:ff9b:1:ffff::1', 'local-use NAT64'], ['64:ff9b:2::1', null],
       ['100::1', 'discard-only'], ['100::ffff:0:0:1', 'discard-only'], ['2001::1', 'reserved'], ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'reserved'], ['2001:1ff::1', 'reserved'],
       ['192.0.3.1', null], ['198.51.101.1', null], ['203.0.114.1', null], ['2001:db9::1', null], ['100:0:0:1::1', null], ['2001:200::1', null],
       // A zone does not hide the address.

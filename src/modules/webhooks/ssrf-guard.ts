@@ -29,6 +29,8 @@ const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['100::', 64, 'ipv6', 'discard-only'],
   ['2001::', 23, 'ipv6', 'reserved'],
   ['2001:db8::', 32, 'ipv6', 'documentation'],
+  // Local-use NAT64 (RFC 8215): a site's own translator, which may map any IPv4 address, internal ones included.
+  ['64:ff9b:1::', 48, 'ipv6', 'local-use NAT64'],
   ['fc00::', 7, 'ipv6', 'private'],
   ['fe80::', 10, 'ipv6', 'link-local'],
   ['ff00::', 8, 'ipv6', 'multicast'],
