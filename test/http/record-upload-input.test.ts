@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { constants, gzipSync, inflateRawSync } from 'node:zlib';
+import { constants, createGzip, gzipSync, inflateRawSync } from 'node:zlib';
 import { onPostgres, pgSession, STAGE_URL, waitUntil } from '../support/imports.ts';
 import { ndjsonLines, type Line } from '../../src/modules/migration-jobs/index.ts';
 import { accountPayload } from '../support/payloads.ts';
@@ -235,22 +235,40 @@ describe('blank lines', () => {
 });
 
 describe('a connection closed in the middle of an upload', () => {
-  test('the complete lines sent before the close are kept, though the job was still being looked up when it closed', async () => {
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
+  /** Sends `body` as an upload announced longer than it is, then closes, while the store is kept busy; answers the job. */
+  async function cutUpload(body: Buffer, headers: string): Promise<string> {
+    if (!t.app.server.listening) await t.app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = t.app.server.address() as { port: number };
-    const lines = goodLines(2);
+    const id = await newJob();
+    // The store is kept busy while the request arrives and its client goes: the upload's first
+    // look at its job waits until after the close.
+    const busy = holdStore(600);
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write(Buffer.concat([Buffer.from(`POST ${BASE}${id}/records/ HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${tenant.token}\r\n`
+      + `Content-Type: application/x-ndjson\r\n${headers}Content-Length: ${body.length + 500}\r\n\r\n`), body]), () => socket.destroy());
+    await once(socket, 'close');
+    await busy;
+    return id;
+  }
+  const partial = '{"account": {"external_account_n';
+
+  test('the complete lines sent before the close are kept, though the job was still being looked up when it closed', async () => {
     for (let round = 0; round < 3; round++) {
-      const id = await newJob();
-      const body = `${lines.join('\n')}\n{"account": {"external_account_n`;
-      // The store is kept busy while the request arrives and its client goes: the upload's first
-      // look at its job waits until after the close.
-      const busy = holdStore(600);
-      const socket = connect(port, '127.0.0.1');
-      socket.on('error', () => {});
-      socket.write(`POST ${BASE}${id}/records/ HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${tenant.token}\r\n`
-        + `Content-Type: application/x-ndjson\r\nContent-Length: ${Buffer.byteLength(body) + 500}\r\n\r\n${body}`, () => socket.destroy());
-      await once(socket, 'close');
-      await busy;
+      const id = await cutUpload(Buffer.from(`${goodLines(2).join('\n')}\n${partial}`), '');
+      await waitUntil(async () => (await countsOf(id)).total === 2, `round ${round}: the two complete lines are kept`, 10_000);
+    }
+  });
+
+  test('gzipped: the complete lines the bytes sent before the close inflate to are kept', async () => {
+    for (let round = 0; round < 3; round++) {
+      // A gzip stream flushed after two whole lines and half a third, never finished.
+      const gzip = createGzip();
+      const flushed: Buffer[] = [];
+      gzip.on('data', (chunk: Buffer) => flushed.push(chunk));
+      gzip.write(`${goodLines(2).join('\n')}\n${partial}`);
+      await new Promise<void>((resolve) => gzip.flush(constants.Z_SYNC_FLUSH, () => resolve()));
+      const id = await cutUpload(Buffer.concat(flushed), 'Content-Encoding: gzip\r\n');
       await waitUntil(async () => (await countsOf(id)).total === 2, `round ${round}: the two complete lines are kept`, 10_000);
     }
   });

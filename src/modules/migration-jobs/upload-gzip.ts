@@ -1,4 +1,3 @@
-import { pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { readAhead } from './upload-read-ahead.ts';
 
@@ -14,15 +13,33 @@ export class UploadNotGzip extends Error {
 }
 
 export async function* gunzipped(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  // pipeline passes a failure of the request (a cut, a stall) on to the gunzip stream read here.
-  const inflating = pipeline(source, createGunzip(), () => {});
+  // The request's bytes are fed to gunzip by hand rather than piped: on a failure of the request (a
+  // cut, a stall) a pipe destroys gunzip at once, with the bytes it was given not yet inflated, and
+  // their complete lines lost. Here gunzip is ended instead, so it inflates what it has, and the
+  // request's failure is reported after those lines.
+  const gunzip = createGunzip();
+  let requestFailure: unknown;
+  const feed = async () => {
+    try {
+      for await (const chunk of source) {
+        if (gunzip.destroyed) return;
+        if (!gunzip.write(chunk)) await new Promise((resolve) => { gunzip.once('drain', resolve); gunzip.once('close', resolve); });
+      }
+    } catch (error) {
+      requestFailure = error;
+    }
+    if (!gunzip.destroyed) gunzip.end();
+  };
+  void feed();
   try {
-    // Read ahead: what the gunzip stream inflated before a fault (bytes after the last member, a
-    // cut) is kept, and only then the fault is reported.
-    for await (const chunk of readAhead(inflating)) yield chunk;
+    for await (const chunk of readAhead(gunzip)) yield chunk;
   } catch (error) {
-    throw isZlibError(error) ? new UploadNotGzip(error as Error) : error;
+    // A gzip stream cut short by the request's own failure is that failure, not bad gzip.
+    throw requestFailure ?? (isZlibError(error) ? new UploadNotGzip(error as Error) : error);
+  } finally {
+    gunzip.destroy();
   }
+  if (requestFailure) throw requestFailure;
 }
 
 // zlib's own failures carry its code: Z_DATA_ERROR (not gzip, a bad checksum), Z_BUF_ERROR (cut short).

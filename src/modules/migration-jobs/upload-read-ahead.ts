@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 
 // A stream's own async iterator drops what the stream had buffered once it fails: a request whose
-// client closed the connection, or a gunzip stream that met bytes after its gzip member, lose the
-// complete lines they already held, and the upload cannot keep them. Reading through `readAhead`
+// client closed the connection, or a gunzip stream ended by that cut, lose the complete lines they
+// already held, and the upload cannot keep them. Reading through `readAhead`
 // keeps every chunk the stream gave before it failed, then reports the failure.
 //
 // It listens from the moment it is called (not from the first read), so chunks that arrive while the
