@@ -40,10 +40,10 @@ export interface AppOptions {
   readiness?: Readiness;
 }
 
-/** Builds the whole HTTP app over the process's modules. Never listens: main.ts and the tests do that. */
 /** The query string of an operation that takes no parameter: none at all. */
 const NO_QUERY = Type.Object({}, { additionalProperties: false });
 
+/** Builds the whole HTTP app over the process's modules. Never listens: main.ts and the tests do that. */
 export async function buildApp({ modules, config = modules.config, logger, readiness = { draining: false } }: AppOptions): Promise<FastifyInstance> {
   const { db, tokens } = modules;
   const app = Fastify({
@@ -107,6 +107,7 @@ export async function buildApp({ modules, config = modules.config, logger, readi
     if (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined) void reply.header('connection', 'close');
     throw await routeMiss(request);
   });
+  // Fastify's own 404 answer, should a miss ever get past the hook above, is replaced all the same.
   app.setNotFoundHandler(async (request) => {
     throw await routeMiss(request);
   });

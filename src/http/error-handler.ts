@@ -118,9 +118,7 @@ export function handleClientError(error: NodeJS.ErrnoException, socket: Socket):
     : error.code === 'HPE_HEADER_OVERFLOW'
       ? new AppError('request_header_fields_too_large')
       : new AppError('parse_error', 'The request is not valid HTTP.');
-  const body = JSON.stringify(appError.body());
-  socket.end(`HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n`
-    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  endWithError(socket, appError);
 }
 
 /**
@@ -140,9 +138,13 @@ export function answerUnmetExpectation(_request: IncomingMessage, response: Serv
  * without a word. The service is no proxy: 405 in the error body, and the connection closed.
  */
 export function refuseTunnel(_request: IncomingMessage, socket: Duplex): void {
-  const appError = new AppError('method_not_allowed', 'Method "CONNECT" not allowed: the service is not a proxy.');
-  const body = JSON.stringify(appError.body());
   socket.on('error', () => {});
+  endWithError(socket, new AppError('method_not_allowed', 'Method "CONNECT" not allowed: the service is not a proxy.'));
+}
+
+/** Writes the error answer on a socket no Fastify reply exists for, and closes it. */
+function endWithError(socket: Duplex, appError: AppError): void {
+  const body = JSON.stringify(appError.body());
   socket.end(`HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n`
     + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
