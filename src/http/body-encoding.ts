@@ -46,10 +46,23 @@ export function registerBodyReading(app: FastifyInstance, bodyLimit: number): vo
         // garbage-collector time for nothing.
         if (request.routeOptions.config.echoesBodyText === true && value !== null && typeof value === 'object') textByDocument.set(value, text);
       }
-      done(error, value);
+      done(error && parsesPlainly(text) ? new AppError('parse_error', FORBIDDEN_KEY_DETAIL) : error, value);
     });
   });
 }
+
+// Fastify's parser refuses a "__proto__" key, or a "constructor" holding "prototype" (code that copies
+// objects could take either for the object's prototype), with the same error as malformed text. Such
+// a body is valid JSON, so the error path parses it plainly (only to tell, never to use it) and says why.
+function parsesPlainly(text: string): boolean {
+  try {
+    JSON.parse(text.charCodeAt(0) === BYTE_ORDER_MARK ? text.slice(1) : text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+const FORBIDDEN_KEY_DETAIL = 'The body holds a key named "__proto__", or a "constructor" object with a "prototype" key; no field of the service has either name, and they are refused before validation.';
 
 const textByDocument = new WeakMap<object, string>();
 const BYTE_ORDER_MARK = 0xfeff;

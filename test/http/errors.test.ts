@@ -104,10 +104,19 @@ describe('body errors', () => {
   });
 
   test('malformed JSON is 400 parse_error', async () => {
-    for (const payload of ['{"import_supplier": ', '{import_supplier: 1}', '{"a": 1}}', '\u0000', '{"__proto__": {"x": 1}}']) {
+    for (const payload of ['{"import_supplier": ', '{import_supplier: 1}', '{"a": 1}}', '\u0000']) {
       const res = await post(payload);
       assert.equal(res.statusCode, 400, payload);
       assert.deepEqual(res.json(), { detail: 'The body is not valid JSON.', code: 'parse_error' }, payload);
+    }
+  });
+
+  test('a "__proto__" key, or "constructor" with "prototype", is valid JSON refused by name, not called malformed', async () => {
+    for (const payload of ['{"__proto__": {"x": 1}}', '\ufeff{"a": [{"__proto__": null}]}', '{"account": {"constructor": {"prototype": {"x": 1}}}}']) {
+      const res = await post(payload);
+      assert.equal(res.statusCode, 400, payload);
+      assert.equal(res.json().code, 'parse_error', payload);
+      assert.match(res.json().detail, /key named "__proto__", or a "constructor" object with a "prototype" key/, payload);
     }
   });
 
