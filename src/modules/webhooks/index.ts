@@ -2,7 +2,7 @@
 // fan-out (built once at start-up; events wake it by a trigger in the database), the queues and workers, the routes;
 // for the tests, one HTTP attempt, one delivery attempt or a batch of them as a worker makes it (with its connection pools), the retry
 // schedule, the address rule, the retention run and the OpenAPI examples.
-export { blockedReason } from './ssrf-guard.ts';
+export { blockedReason, HOST_CHECK_TIMEOUT_MS, hostRefusal } from './ssrf-guard.ts';
 export { runRetention } from './retention.job.ts';
 export { deliverBatch, deliverOnce, MAX_ATTEMPTS, retryDelayMs } from './webhook-delivery.ts';
 export { ENDPOINT, UPDATED_ENDPOINT } from './webhook-endpoints.examples.ts';

@@ -98,9 +98,13 @@ export class RefusedAddressError extends Error {
   override name = 'RefusedAddressError';
   readonly code = 'EWEBHOOKREFUSED';
 
+  /** The address refused, after the name it was resolved from when there is one: "hooks.example (10.0.0.1)". */
+  readonly which: string;
+
   constructor(readonly host: string, readonly address: string, readonly reason: string) {
     const which = host === address ? address : `${host} (${address})`;
     super(`refused: ${which} is ${addressKind(reason)}; set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow it`);
+    this.which = which;
   }
 }
 
@@ -138,18 +142,28 @@ export function guardedLookup(hostname: string, options: { family?: number | str
   });
 }
 
+/** How long setting an endpoint's URL waits for its name to resolve before it stops checking. */
+export const HOST_CHECK_TIMEOUT_MS = 3000;
+
+type HostLookup = (host: string, options: { all: true }, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
 /**
  * Why a delivery to this host would be refused now, or null: an IP literal as it is, a name as it
- * resolves at this moment. A name that does not resolve (yet) is not refused: the check that counts
- * is made again on every delivery, on the address the connection uses.
+ * resolves at this moment. A name that does not resolve (yet), or not within HOST_CHECK_TIMEOUT_MS,
+ * is not refused: the check that counts is made again on every delivery, on the address the
+ * connection uses, and a slow resolver must not hold the request that sets the URL.
  */
-export function hostRefusal(hostname: string): Promise<RefusedAddressError | null> {
+export function hostRefusal(hostname: string, lookup: HostLookup = dnsLookup): Promise<RefusedAddressError | null> {
   const host = hostname.replace(/^\[(.*)\]$/, '$1');
   if (isIP(host)) {
     const reason = blockedReason(host);
     return Promise.resolve(reason ? refusal(host, host, reason) : null);
   }
   return new Promise((resolve) => {
-    dnsLookup(host, { all: true }, (error, addresses) => resolve(error ? null : screen(host, addresses).refused));
+    const timer = setTimeout(() => resolve(null), HOST_CHECK_TIMEOUT_MS);
+    lookup(host, { all: true }, (error, addresses) => {
+      clearTimeout(timer);
+      resolve(error ? null : screen(host, addresses).refused);
+    });
   });
 }

@@ -123,10 +123,7 @@ async function checkUrl(deps: EndpointsDeps, url: string): Promise<string> {
   }
   if (deps.allowPrivateNetworks) return checked.url;
   const refused = await hostRefusal(new URL(checked.url).hostname);
-  if (refused) {
-    const which = refused.host === refused.address ? refused.address : `${refused.host} (${refused.address})`;
-    throw notAllowed(`Webhooks cannot be delivered to ${which}: it is ${addressKind(refused.reason)}.`);
-  }
+  if (refused) throw notAllowed(`Webhooks cannot be delivered to ${refused.which}: it is ${addressKind(refused.reason)}.`);
   return checked.url;
 }
 
