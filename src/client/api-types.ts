@@ -962,7 +962,7 @@ export interface components {
             not_before?: string | null;
             /**
              * Format: utc-date-time
-             * @description Records not started by this time are cancelled with migration_window_closed.
+             * @description Records not started by this time are cancelled with migration_window_closed. Must be after not_before and in the future (invalid_date_range).
              */
             not_after?: string | null;
             /**

@@ -133,6 +133,20 @@ describe('POST migration-jobs/', () => {
     });
     const res = await post({ import_supplier: tenant.supplier, operations_team_name: tenant.team, not_before: '2030-01-02T00:00:00Z', not_after: '2030-01-01T00:00:00Z' });
     assert.deepEqual(res.json, { detail: 'The request failed validation.', code: 'invalid', errors: [{ code: 'invalid_date_range', attr: 'not_after', detail: 'not_after must be after not_before.' }] });
+    // A not_after already past, by the service's clock: a second before now is refused, a second after is not.
+    const now = new Date(Math.ceil(Date.now() / 1000) * 1000 + 1000);
+    const utc = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+    t.clock.set(now);
+    try {
+      const past = await post({ import_supplier: tenant.supplier, operations_team_name: tenant.team, not_after: utc(now.getTime()) });
+      assert.deepEqual([past.status, past.json], [400, { detail: 'The request failed validation.', code: 'invalid', errors: [{
+        code: 'invalid_date_range', attr: 'not_after', detail: `not_after must be in the future; it is ${utc(now.getTime())} and the time is now ${utc(now.getTime())}.`,
+      }] }]);
+      const ahead = await post({ import_supplier: tenant.supplier, operations_team_name: tenant.team, not_after: utc(now.getTime() + 1000) });
+      assert.deepEqual([ahead.status, ahead.json.not_after], [201, utc(now.getTime() + 1000)]);
+    } finally {
+      t.clock.reset();
+    }
     await admin.setSupplier(db, tenant.supplier, { status: 'complete' });
     await t.directory.sync();
     assert.deepEqual((await post({ import_supplier: tenant.supplier, operations_team_name: tenant.team })).json, {

@@ -84,7 +84,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<ServiceDeps & { events: Eve
           IMPORT_SUPPLIER_NOT_FOUND),
       },
     },
-  }, async (request, reply) => reply.code(201).send(await jobs.createJob(db, callerOf(request), request.body)));
+  }, async (request, reply) => reply.code(201).send(await jobs.createJob(db, clock, callerOf(request), request.body)));
 
   app.get('/migration-jobs/', {
     schema: {

@@ -63,7 +63,7 @@ export const CreateJobBody = Type.Object({
   operations_team_name: RequiredText(100, { description: 'The operations team the accounts are created for.' }),
   dry_run: Type.Optional(Type.Boolean({ description: 'A pre-flight: run every step of every record with the real rules, against the store as it is, and roll each record back. Nothing is written but the job and its results; the real run of the same file gives each record the same outcome.' })),
   not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
-  not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed.')),
+  not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed. Must be after not_before and in the future (invalid_date_range).')),
   max_records_per_minute: Type.Optional(Nullable(MaxRecordsPerMinute)),
   control_totals: Type.Optional(ControlTotals),
   on_drift: Type.Optional(Choice(ON_DRIFT, 'A record whose account is already imported with other data: `warn` (default) adds '

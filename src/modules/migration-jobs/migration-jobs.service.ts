@@ -56,7 +56,7 @@ export async function requireJob(db: Db, caller: Caller, id: string): Promise<re
   return job;
 }
 
-export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Promise<Job> {
+export async function createJob(db: Db, clock: Clock, caller: Caller, body: CreateJobBody): Promise<Job> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   // A paused supplier may have jobs (they wait); a complete one takes no more accounts.
   if (supplier.status === 'complete') {
@@ -71,6 +71,13 @@ export async function createJob(db: Db, caller: Caller, body: CreateJobBody): Pr
   if (notBefore && notAfter && Date.parse(notAfter) <= Date.parse(notBefore)) {
     throw new AppError('invalid', 'The request failed validation.', {
       errors: [{ code: 'invalid_date_range', attr: 'not_after', detail: 'not_after must be after not_before.' }],
+    });
+  }
+  // A window already closed would cancel every record it is given: a time zone written as Z by
+  // mistake, most likely, and better said now than found as a job of cancelled records.
+  if (notAfter && Date.parse(notAfter) <= clock.nowMs()) {
+    throw new AppError('invalid', 'The request failed validation.', {
+      errors: [{ code: 'invalid_date_range', attr: 'not_after', detail: `not_after must be in the future; it is ${notAfter} and the time is now ${utcSeconds(clock.now())}.` }],
     });
   }
   const id = randomUUID();
