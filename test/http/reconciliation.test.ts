@@ -182,6 +182,27 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
       + `2,'${b.external_account_number},not_migrated,,\r\n3,,not_migrated,,\r\n`);
   });
 
+  test('an account named on two lines counts once: the duplicate line sees nothing of it and differs as not migrated', async () => {
+    const tenant = await createTenant(t);
+    const a = accountPayload(tenant.supplier);
+    const twin = { ...record(accountPayload(tenant.supplier, { external_account_number: a.external_account_number })), transactions: record(a).transactions };
+    // The legacy system's figures count the doubled account twice, as its export does: they must not balance.
+    const id = await newJob(tenant, { accounts: 2, transactions: 4, balance_total: '-14.50' });
+    await upload(tenant, id, `${JSON.stringify(record(a))}\n${JSON.stringify(twin)}\n`);
+    await runJob(tenant, id);
+    const res = await report(tenant, id);
+    assert.equal(res.json.verdict, 'differs');
+    const measures = measuresOf(res.json);
+    assert.deepEqual(measures.accounts, [2, 2, 1, 'differs']);
+    assert.deepEqual(measures.transactions, [4, 4, 2, 'differs']);
+    assert.deepEqual(measures.balance_total, ['-14.50', '-14.50', '-7.25', 'differs']);
+    assert.deepEqual(measures.customers, [null, countsOf(a).customers + twin.account.customers.length, countsOf(a).customers, 'differs']);
+    assert.equal(res.json.exceptions, 1);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 2, external_account_number: a.external_account_number, measure: 'not_migrated', file: null, migrated: null },
+    ]);
+  });
+
   test('transactions changed in the store after the run differ, read back by their keys', async () => {
     const { tenant, a, b, id } = await balancedJob();
 

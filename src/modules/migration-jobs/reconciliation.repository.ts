@@ -93,12 +93,14 @@ const itemKeys = (items: string, key: string) =>
  * and its external account number; statements by statement_id and transactions by transaction_id
  * within it (a stored item counts once, however often the line names its key); notes by body, as a
  * re-run recognises them; the balance from every transaction the account holds (the account read's
- * balance, summed again rather than taken from the kept column).
+ * balance, summed again rather than taken from the kept column). An account belongs to one line of
+ * the job: a line refused at upload while another line of the job runs the same account number (a
+ * duplicate in the file) sees none of it, so the store's side counts that account once and the
+ * refused line is an exception (not migrated) instead of a second count of the first line's account.
  *
  * Set-based, one pass per table: the records' item keys are read from their JSON once, as JSON
  * arrays on the record (`r`), and each table is joined to the records by account and grouped by line; the
- * transactions give the balance and the keyed count in the same pass. A line groups on its own, so two
- * lines naming one account each see all of it. Each note sent is looked up by the notes' (account,
+ * transactions give the balance and the keyed count in the same pass. A line groups on its own. Each note sent is looked up by the notes' (account,
  * body) index: joined as a set, the planner guesses a hundred notes a record and reads the whole notes
  * table, even for one page of 500 lines.
  */
@@ -114,6 +116,8 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
       CASE WHEN a.id IS NOT NULL THEN r.record->'notes' END AS notes
     FROM migration_job_records AS r
     LEFT JOIN accounts AS a ON r.record IS NOT NULL AND a.supplier_id = ${supplierId} AND a.external_account_number = r.external_account_number
+      AND NOT (r.final_at_upload AND EXISTS (SELECT 1 FROM migration_job_records AS o
+        WHERE o.job_id = r.job_id AND o.external_account_number = r.external_account_number AND NOT o.final_at_upload))
     WHERE r.job_id = ${jobId}::uuid ${lines ? sql`AND r.line BETWEEN ${lines.from} AND ${lines.to}` : sql``}
   ),
   cu AS (SELECT r.line, count(*)::int AS n FROM r JOIN customers AS c ON c.account_id = r.account_id GROUP BY 1),
