@@ -5148,7 +5148,7 @@ export interface operations {
                     "application/json": components["schemas"]["MigrationJobUpload"];
                 };
             };
-            /** @description Refused; `code` is one of `migration_job_not_open`, `migration_job_too_large`, `parse_error`, `invalid`. `migration_job_too_large`: the job would hold more records than a job may; the records before are kept. `parse_error`: the body is labelled gzip but is not gzip, or its gzip stream was cut short; adds `received` and `total_records` (the complete lines before the fault are kept). */
+            /** @description Refused; `code` is one of `migration_job_not_open`, `migration_job_too_large`, `parse_error`, `invalid`. `migration_job_not_open`: the job is past open; when it was started or cancelled while this upload ran, adds `received` and `total_records` (the records written before are kept). `migration_job_too_large`: the job would hold more records than a job may; the records before are kept. `parse_error`: the body is labelled gzip but is not gzip, or its gzip stream was cut short; adds `received` and `total_records` (the complete lines before the fault are kept). */
             400: {
                 headers: {
                     [name: string]: unknown;

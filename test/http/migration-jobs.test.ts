@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { PassThrough } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/index.ts';
@@ -239,6 +240,27 @@ describe('POST migration-jobs/<id>/records/', () => {
       WHERE job_id = ${job.id}::uuid ORDER BY line`.execute(t.store.db);
     assert.equal(rows.length, 500, 'the first batch only');
     assert.ok(rows.every((row, i) => row.line === i + 1 && row.n === `${prefix}-${i + 1}`), 'line n holds the nth line sent');
+  });
+
+  test('a job started by another request during an upload: the upload is refused with what the job kept, and keeps it', async () => {
+    const tenant = await createTenant(t);
+    const job = await newJob(tenant);
+    const prefix = unique('RACED');
+    const lines = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, n) => `${JSON.stringify({ account: { external_account_number: `${prefix}-${from + n}` } })}\n`).join('');
+    const body = new PassThrough();
+    const answer = t.app.inject({ method: 'POST', url: `${BASE}${job.id}/records/`, payload: body,
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+    body.write(lines(1, 600));
+    const held = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM migration_job_records WHERE job_id = ${job.id}::uuid`.execute(t.store.db)).rows[0]!.n);
+    await waitUntil(async () => (await held()) === 500, 'the first batch is written');
+    assert.equal((await call(t.app, 'POST', `${BASE}${job.id}/start/`, { token: tenant.token })).status, 200);
+    body.end(lines(601, 1200));
+    const res = await answer;
+    assert.equal(res.statusCode, 400, res.body);
+    assert.deepEqual(res.json(), { code: 'migration_job_not_open', received: 500, total_records: 500,
+      detail: `Migration job "${job.id}" is queued: records can only be added while it is open. It changed during this upload: `
+        + 'the 500 records written before are kept; the job holds 500.' });
+    assert.equal(await held(), 500);
   });
 
   test('records and staged data are compressed with lz4 where the server has it (the embedded store keeps pglz)', async () => {

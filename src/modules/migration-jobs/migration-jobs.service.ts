@@ -243,6 +243,8 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
       batch.push({ parsed: parseLine(line), hashAfter: hash.save() });
       if (batch.length >= UPLOAD_BATCH) await flush();
     }
+    await flush();
+    await written();
   } catch (error) {
     // The lines read before the failure are complete: keep them (unless a write failed, which ends
     // the upload), then report the failure with what the job holds.
@@ -263,6 +265,11 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
       throw new AppError('parse_error', 'The connection was closed before the end of the upload: '
         + `the ${received} complete records received before are kept; the job holds ${total}, send the lines after those.`, kept);
     }
+    if (error instanceof AppError && error.code === 'migration_job_not_open') {
+      // Started or cancelled by another request while this upload ran: the batches before stay.
+      throw new AppError('migration_job_not_open', `${error.detail} It changed during this upload: `
+        + `the ${received} records written before are kept; the job holds ${total}.`, kept);
+    }
     if (error instanceof UploadStalled) {
       throw new AppError('request_timeout', `No data arrived for ${error.idleMs / 1000} s: the upload was cut off. `
         + `The ${received} records received before are kept; the job holds ${total}, send the lines after those.`,
@@ -270,8 +277,6 @@ export async function uploadRecords(deps: JobsDeps, caller: Caller, id: string, 
     }
     throw error;
   }
-  await flush();
-  await written();
   return { received, total_records: total };
 }
 
