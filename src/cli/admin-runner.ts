@@ -83,6 +83,12 @@ async function execute(argv: string[], store: AdminStore): Promise<{ json: unkno
   }
   if (!command) {
     const given = argv.slice(start, start + 2).filter((a) => !a.startsWith('-')).join(' ');
+    // A group's name alone, or with a word it has no command for: name the commands it has.
+    const group = COMMANDS.filter((c) => c.name.split(' ')[0] === argv[start]).map((c) => c.name);
+    if (group.length > 0) {
+      throw new CliError('unknown_command', `${given === argv[start] ? `"${given}" needs a command` : `unknown command "${given}"`}: `
+        + `${group.join(', ')}; run import-admin --help`);
+    }
     throw given
       ? new CliError('unknown_command', `unknown command "${given}"; run import-admin --help`)
       : new CliError('missing_argument', 'no command given; run import-admin --help');

@@ -186,8 +186,10 @@ describe('import-admin command-line mistakes (exit 2, before the store is opened
   };
   const cases: Array<[string[], string, string]> = [
     [[], 'missing_argument', 'no command given; run import-admin --help'],
-    [['org', 'delete', 'x'], 'unknown_command', 'unknown command "org delete"; run import-admin --help'],
-    [['--json', 'org'], 'unknown_command', 'unknown command "org"; run import-admin --help'],
+    [['org', 'delete', 'x'], 'unknown_command', 'unknown command "org delete": org create; run import-admin --help'],
+    [['--json', 'org'], 'unknown_command', '"org" needs a command: org create; run import-admin --help'],
+    [['supplier'], 'unknown_command', '"supplier" needs a command: supplier create, supplier list, supplier show, supplier set; run import-admin --help'],
+    [['frob', 'it'], 'unknown_command', 'unknown command "frob it"; run import-admin --help'],
     [['org', 'create'], 'missing_argument', 'missing NAME; usage: import-admin org create NAME [--json]'],
     [['team', 'create', 'a', 'b'], 'unexpected_argument', 'unexpected argument "b"; usage: import-admin team create NAME [--json]'],
     [['supplier', 'create', 'S', '--org', 'o', '--colour', 'red'], 'invalid_argument',
