@@ -9,6 +9,7 @@ import { after, describe, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { convert } from '../../src/cli/migrate/convert/convert.ts';
 import { loadMapping, MappingError } from '../../src/cli/migrate/convert/mapping.ts';
+import { JsonNumber, recordJson } from '../../src/cli/migrate/convert/json-text.ts';
 import { compileTransform, RowProblem, typed } from '../../src/cli/migrate/convert/transforms.ts';
 import { compileValidator } from '../../src/core/validation.ts';
 import { validateAccountData } from '../../src/modules/account-data/index.ts';
@@ -58,6 +59,25 @@ describe('transforms', () => {
     assert.equal(rejectOf(() => run('decimal_comma', '12.50 EUR')), 'invalid_number');
   });
 
+  test('decimal_comma takes dots, spaces or \' only as thousands groups of three and keeps every digit; anything else is invalid_number', () => {
+    assert.equal(run('decimal_comma', '1.000.000,5'), '1000000.5');
+    assert.equal(run('decimal_comma', "1'234,56"), '1234.56');
+    assert.equal(run('decimal_comma', '+1.000'), '1000');
+    assert.equal(run('decimal_comma', '12,999999999999999999'), '12.999999999999999999');
+    // A dot decimal, comma thousands, groups not of three, two kinds of separator: other amounts
+    // than the one meant (12.50 read as 1250), so refused.
+    for (const text of ['1,000.00', '12.50', '1.2.3,4', '1.23,4', '1234.567,8', '1 000.000,5']) assert.equal(rejectOf(() => run('decimal_comma', text)), 'invalid_number', text);
+  });
+
+  test('numbers reach the book with the digits written, not as the nearest double', () => {
+    const money = { type: 'money' } as const;
+    const record = {
+      amounts: ['12.999999999999999999', '0.1000000000000000001', '-007.50', '0', '100000.000'].map((t) => typed(t, money, 'AMOUNT')),
+      size: typed('12345678901234567890', { type: 'integer' }, 'SIZE'), note: 'a "quoted" text', gone: undefined, pinned: false,
+    };
+    assert.equal(recordJson(record), '{"amounts":[12.999999999999999999,0.1000000000000000001,-7.5,0,100000],"size":12345678901234567890,"note":"a \\"quoted\\" text","pinned":false}');
+  });
+
   test('date reads its format into YYYY-MM-DD (with a time: a UTC datetime); an impossible date is invalid_date', () => {
     assert.equal(run({ date: '%d/%m/%Y' }, '31/12/2023'), '2023-12-31');
     assert.equal(run({ date: '%d/%m/%Y' }, '1/2/2024'), '2024-02-01');
@@ -90,6 +110,7 @@ describe('transforms', () => {
     assert.equal(typed('no', { type: 'boolean' }, 'PINNED'), false);
     assert.equal(rejectOf(() => typed('maybe', { type: 'boolean' }, 'PINNED')), 'invalid_boolean');
     assert.equal(typed('12.50', { type: 'money' }, 'AMOUNT'), 12.5);
+    assert.deepEqual(typed('12.999999999999999999', { type: 'money' }, 'AMOUNT'), new JsonNumber('12.999999999999999999'));
     assert.equal(rejectOf(() => typed('12,50', { type: 'money' }, 'AMOUNT')), 'invalid_number');
     assert.equal(rejectOf(() => typed('1.5', { type: 'integer' }, 'SIZE')), 'invalid_number');
     assert.equal(typed('2024-02-01', { type: 'datetime' }, 'NOTE_DATE'), '2024-02-01T00:00:00Z');
@@ -159,7 +180,9 @@ describe('the example export', () => {
     const got = rows.map((line) => line.split(',').slice(0, 5).join(',')).sort();
     const expected = PLANTED_ROWS.map((p) => {
       const row = csvLines(join(EXAMPLE, `${p.file}.csv`)).indexOf(p.row) + 1;
-      return [`${p.file}.csv`, row, p.key, p.column, p.reason].join(',');
+      // A row with a field too many still names the key it carries.
+      const key = p.reason === 'malformed_row' ? p.row.split(';')[0] : p.key;
+      return [`${p.file}.csv`, row, key, p.column, p.reason].join(',');
     }).sort();
     assert.deepEqual(got, expected);
     // Every reason the command knows is shown by the example.
@@ -302,5 +325,143 @@ describe('--init', () => {
     assert.match(nowhere.stderr, /^import-migrate: cannot write to .*no-such-folder; usage:/);
     assert.match(none.stderr, /^import-migrate: give --mapping and --out; usage: import-migrate convert --mapping/);
     assert.match(stray.stderr, /^import-migrate: --supplier does not apply to convert/);
+  });
+});
+
+describe('awkward files', () => {
+  // A small export (accounts, customers, transactions) with its mapping, converted in process.
+  const MAPPING = `key: ACC
+files:
+  accounts:
+    path: accounts.csv
+    fields:
+      external_account_number: ACC
+      import_supplier: {value: DEMO}
+      billing_address.street_address: STREET
+      billing_address.country: {value: GB}
+      billing_address.postal_code: PC
+  customers:
+    path: customers.csv
+    fields: {given_name: GIVEN, family_name: FAMILY}
+  transactions:
+    path: transactions.csv
+    fields:
+      transaction_id: TID
+      transaction_date: {column: TDATE, transform: {date: "%d/%m/%Y"}}
+      amount: AMOUNT
+      type: {value: SUPPLY_CHARGE}
+`;
+  const ACCOUNTS = 'ACC,STREET,PC\nA1,1 High St,LS1 4AP\nA2,2 High St,LS1 4AP\nA3,3 High St,LS1 4AP\n';
+  const CUSTOMERS = 'ACC,GIVEN,FAMILY\nA1,Bob,Smith\nA2,Ann,Jones\nA3,Cy,Brown\n';
+  const TRANSACTIONS = 'ACC,TID,TDATE,AMOUNT\n';
+  const exportOf = (name: string, files: { accounts?: string | Buffer; customers?: string | Buffer; transactions?: string }, mapping = MAPPING) => {
+    const folder = join(dir, name);
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'accounts.csv'), files.accounts ?? ACCOUNTS);
+    writeFileSync(join(folder, 'customers.csv'), files.customers ?? CUSTOMERS);
+    writeFileSync(join(folder, 'transactions.csv'), files.transactions ?? TRANSACTIONS);
+    writeFileSync(join(folder, 'mapping.yaml'), mapping);
+    return folder;
+  };
+  const convertExport = async (folder: string, sortChunkBytes?: number) => {
+    const out = join(folder, 'book.ndjson');
+    const summary = await convert(await mappingAt(join(folder, 'mapping.yaml')), { out, ...(sortChunkBytes ? { sortChunkBytes } : {}) });
+    const lines = summary.records === 0 ? [] : bookLines(out);
+    const records = lines.map((line) => JSON.parse(line));
+    const customersOf = (account: string) => records.find((r) => r.account.external_account_number === account)?.account.customers.map((c: any) => c.given_name);
+    return { summary, lines, records, customersOf, rejects: csvLines(`${out}.rejects.csv`).slice(1) };
+  };
+
+  test('an amount keeps its digits in the book: the service, not a double, judges its decimal places', async () => {
+    const { lines, summary } = await convertExport(exportOf('digits', { transactions: `${TRANSACTIONS}A1,T1,01/03/2024,12.999999999999999999\nA1,T2,01/03/2024,0.1000000000000000001\nA1,T3,01/03/2024,10.50\n` }));
+    assert.equal(summary.rejects, 0);
+    assert.match(lines[0]!, /"amount":12\.999999999999999999,.*"amount":0\.1000000000000000001,.*"amount":10\.5,/);
+  });
+
+  test('bytes that are not UTF-8 reject the row as invalid_encoding, naming the column and the encoding setting; with encoding latin1 they are read', async () => {
+    const customers = Buffer.concat([Buffer.from('ACC,GIVEN,FAMILY\nA1,Bob,Smith\nA2,Zo'), Buffer.from([0xeb]), Buffer.from(',M'), Buffer.from([0xfc]), Buffer.from('ller\nA3,Cy,Brown\n')]);
+    const utf8 = await convertExport(exportOf('latin1-as-utf8', { customers }));
+    assert.deepEqual(utf8.rejects, ['customers.csv,3,A2,GIVEN,invalid_encoding,"GIVEN has bytes that are not UTF-8 (read as ""Zo\uFFFD""); if the file is Latin-1, give encoding: latin1 in the mapping\'s csv settings"']);
+    assert.deepEqual(utf8.customersOf('A2'), []);
+    assert.doesNotMatch(utf8.lines.join('\n'), /\uFFFD/);
+    const latin1 = await convertExport(exportOf('latin1', { customers }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: latin1}\n')));
+    assert.equal(latin1.summary.rejects, 0);
+    assert.deepEqual(latin1.records[1].account.customers[0], { given_name: 'Zoë', family_name: 'Müller' });
+  });
+
+  test('a file that is UTF-8 throughout keeps a U+FFFD of its own, and a character cut by the read\'s 64 KiB chunks is not taken for a bad byte', async () => {
+    // '€' (3 bytes) placed across the first chunk's end, then a name that holds U+FFFD as text.
+    const head = 'ACC,GIVEN,FAMILY\n';
+    const filler: string[] = [];
+    let bytes = Buffer.byteLength(head);
+    for (let n = 1; bytes < 65_536 - 200; n++) {
+      const row = `F${String(n).padStart(5, '0')},Pad,Row\n`;
+      filler.push(row);
+      bytes += row.length;
+    }
+    const before = `A1,${'x'.repeat(65_535 - bytes - 'A1,'.length)}`;
+    const customers = `${head}${filler.join('')}${before}€,Smith\nA2,Zo\uFFFD,Brown\n`;
+    assert.equal(Buffer.from(customers).indexOf(Buffer.from('€')), 65_535, 'the euro sign straddles the first 64 KiB');
+    const accounts = `ACC,STREET,PC\n${['A1', 'A2', ...filler.map((row) => row.slice(0, 6))].sort().map((acc) => `${acc},1 High St,LS1 4AP`).join('\n')}\n`;
+    const { rejects, customersOf, records } = await convertExport(exportOf('utf8-throughout', { accounts, customers }));
+    assert.deepEqual(rejects, []);
+    assert.equal(customersOf('A1')[0]!.slice(-1), '€');
+    assert.deepEqual(customersOf('A2'), ['Zo\uFFFD']);
+    assert.equal(records.length, filler.length + 2);
+  });
+
+  test('a quote never closed rejects the row it opened on, by that line, and the rows after it are read', async () => {
+    const { rejects, customersOf, summary } = await convertExport(exportOf('unclosed-quote', { customers: 'ACC,GIVEN,FAMILY\nA1,Bob,Smith\n\nA2,"Ann,Jones\nA2,Al,Jones\nA3,Cy,Brown\n' }));
+    assert.deepEqual(rejects, ['customers.csv,4,,,malformed_row,a quote opened on line 4 is never closed; reading goes on at line 5']);
+    assert.equal(summary.records, 3);
+    assert.deepEqual([customersOf('A1'), customersOf('A2'), customersOf('A3')], [['Bob'], ['Al'], ['Cy']]);
+  });
+
+  test('LF, CRLF and both in one file: one row a line, no \\r in any value', async () => {
+    const { records, rejects } = await convertExport(exportOf('line-endings', {
+      accounts: 'ACC,STREET,PC\r\nA1,1 High St,LS1 4AP\r\nA2,2 High St,LS1 4AP\nA3,3 High St,LS1 4AP\r\n',
+      customers: 'ACC,GIVEN,FAMILY\nA1,Bob,Smith\r\nA2,Ann,Jones\nA3,Cy,Brown\r\n',
+    }));
+    assert.deepEqual(rejects, []);
+    assert.deepEqual(records.map((r) => [r.account.external_account_number, r.account.billing_address.postal_code, r.account.customers[0].family_name]),
+      [['A1', 'LS1 4AP', 'Smith'], ['A2', 'LS1 4AP', 'Jones'], ['A3', 'LS1 4AP', 'Brown']]);
+  });
+
+  test('duplicate_key is judged on the account number as mapped, and child rows join on it too', async () => {
+    const { records, rejects, customersOf } = await convertExport(exportOf('mapped-key', {
+      accounts: 'ACC,STREET,PC\nA1,1 High St,LS1 4AP\nA1 ,1b High St,LS1 4AP\na1,1c High St,LS1 4AP\nb2,2 High St,LS1 4AP\n',
+      customers: 'ACC,GIVEN,FAMILY\na1 ,Bob,Smith\nB2,Ann,Jones\n',
+    }, MAPPING.replace('external_account_number: ACC', 'external_account_number: {column: ACC, transform: [trim, upper]}')));
+    assert.deepEqual(rejects, [
+      'accounts.csv,3,A1 ,ACC,duplicate_key,account A1 is already on row 2',
+      'accounts.csv,4,a1,ACC,duplicate_key,account A1 is already on row 2',
+    ]);
+    assert.deepEqual(records.map((r) => r.account.external_account_number), ['A1', 'B2']);
+    assert.deepEqual([customersOf('A1'), customersOf('B2')], [['Bob'], ['Ann']]);
+  });
+
+  test('a key holding a line break (a quoted field) goes through the on-disk sort', async () => {
+    const { records, summary } = await convertExport(exportOf('key-line-break', {
+      accounts: 'ACC,STREET,PC\nB1,1 High St,LS1 4AP\n"C1\nX\\\\",3 High St,LS1 4AP\nA1,2 High St,LS1 4AP\n',
+      customers: 'ACC,GIVEN,FAMILY\n"C1\nX\\\\",Cy,Brown\nA1,Ann,Jones\n',
+    }), 16);
+    assert.deepEqual(summary.sortedOnDisk, ['accounts', 'customers']);
+    assert.deepEqual(records.map((r) => [r.account.external_account_number, r.account.customers.map((c: any) => c.given_name)]),
+      [['B1', []], ['C1\nX\\\\', ['Cy']], ['A1', ['Ann']]]);
+  });
+
+  test('the rejects file defuses spreadsheet formulas in the legacy text', async () => {
+    const { rejects } = await convertExport(exportOf('formula', { accounts: `${ACCOUNTS}"=HYPERLINK(""http://x"")",4 High St,\n@SUM(1),5 High St,\n` }));
+    assert.deepEqual(rejects, [
+      'accounts.csv,5,"\'=HYPERLINK(""http://x"")",PC,required,PC is empty and billing_address.postal_code is required',
+      "accounts.csv,6,'@SUM(1),PC,required,PC is empty and billing_address.postal_code is required",
+    ]);
+  });
+
+  test('a mapped column named twice in a header, or an empty data file, is a bad mapping naming the file', async () => {
+    const twice = exportOf('header-twice', { accounts: 'ACC,STREET,PC,STREET\nA1,1 High St,LS1 4AP,x\n' });
+    await assert.rejects(mappingAt(join(twice, 'mapping.yaml')), /mapping\.yaml:8: column "STREET" is in the header of accounts\.csv more than once \(ACC, STREET, PC, STREET\): rename one$/);
+    const empty = exportOf('empty-file', { customers: '' });
+    await assert.rejects(mappingAt(join(empty, 'mapping.yaml')), /mapping\.yaml:12: the data file .*customers\.csv is empty: it needs at least its header line$/);
   });
 });

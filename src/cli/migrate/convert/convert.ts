@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { csvRows, type Row } from './csv-rows.ts';
 import { ExternalSorter } from './external-sort.ts';
+import { recordJson } from './json-text.ts';
 import type { FileMapping, Mapping } from './mapping.ts';
 import { buildRecord, type Reject } from './record-builder.ts';
 import { LineWriter, RejectsWriter } from './writers.ts';
@@ -35,15 +36,18 @@ class NotSorted extends Error {
   constructor(readonly file: FileMapping) { super(`${file.name} is not sorted by ${file.columns[0]}`); }
 }
 
-// A row in a sort run: `key NUL line-number NUL JSON of the other values`. As a string it sorts by key,
-// then by the row's line (fixed width), so rows of one key keep the file's order. Keys hold no NUL.
+// A row in a sort run: `join-key NUL line-number NUL JSON of the values and fault`. As a string it
+// sorts by key, then by the row's line (fixed width), so rows of one key keep the file's order. The
+// key stays raw text, so the run sorts as the join compares; the JSON holds no NUL, so the line
+// number is found from the end (the sorter keeps line breaks in a key apart from its own).
 const LINE_WIDTH = 12;
-const rowLine = (row: Row) => `${row.values[0]}\u0000${String(row.line).padStart(LINE_WIDTH, '0')}\u0000${JSON.stringify(row.values.slice(1))}`;
+const rowLine = (row: Row) => `${row.key}\u0000${String(row.line).padStart(LINE_WIDTH, '0')}\u0000${JSON.stringify([row.values, row.fault ?? null])}`;
 function rowOf(text: string): Row {
-  const first = text.indexOf('\u0000');
-  const key = text.slice(0, first);
-  const line = Number(text.slice(first + 1, first + 1 + LINE_WIDTH));
-  return { line, values: [key, ...(JSON.parse(text.slice(first + LINE_WIDTH + 2)) as string[])] };
+  const json = text.lastIndexOf('\u0000') + 1;
+  const [values, fault] = JSON.parse(text.slice(json)) as [string[], Row['fault'] | null];
+  const row: Row = { line: Number(text.slice(json - 1 - LINE_WIDTH, json - 1)), key: text.slice(0, json - 2 - LINE_WIDTH), values };
+  if (fault) row.fault = fault;
+  return row;
 }
 /** A record waiting to go back into the accounts file's order: `line-number TAB JSON`. */
 const recordLine = (line: number, json: string) => `${String(line).padStart(LINE_WIDTH, '0')}\t${json}`;
@@ -70,9 +74,10 @@ export async function convert(mapping: Mapping, options: ConvertOptions): Promis
 
 async function isSorted(file: FileMapping): Promise<boolean> {
   let last: string | undefined;
-  for await (const row of csvRows(file.path, file.csv, file.positions.slice(0, 1), () => {})) {
-    if (last !== undefined && row.values[0]! < last) return false;
-    last = row.values[0];
+  const keyOnly = { columns: file.columns.slice(0, 1), positions: file.positions.slice(0, 1), keyOf: file.keyOf };
+  for await (const row of csvRows(file.path, file.csv, keyOnly, () => {})) {
+    if (last !== undefined && row.key < last) return false;
+    last = row.key;
   }
   return true;
 }
@@ -84,7 +89,7 @@ class RowSource {
   private constructor(readonly file: FileMapping, private readonly rows: AsyncIterator<Row>, private readonly checked: boolean) {}
 
   static async open(file: FileMapping, sort: boolean, temp: string, chunkBytes: number, malformed: (r: Reject) => void): Promise<RowSource> {
-    const rows = csvRows(file.path, file.csv, file.positions, (line, detail) => malformed({ file, row: line, key: '', column: '', reason: 'malformed_row', detail }));
+    const rows = csvRows(file.path, file.csv, file, (fault) => malformed({ file, row: fault.line, key: fault.key, column: fault.column, reason: fault.reason, detail: fault.detail }));
     if (!sort) return RowSource.start(new RowSource(file, rows, true));
     const sorter = new ExternalSorter(temp, file.kind, chunkBytes);
     for await (const row of rows) await sorter.add(rowLine(row));
@@ -108,7 +113,7 @@ class RowSource {
     const next = await this.rows.next();
     this.head = next.done ? undefined : next.value;
     if (!this.head || !this.checked) return;
-    const key = this.head.values[0]!;
+    const key = this.head.key;
     if (this.last !== undefined && key < this.last) throw new NotSorted(this.file);
     this.last = key;
   }
@@ -130,18 +135,19 @@ async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>,
     let previous: Row | undefined;
     while (accounts.peek()) {
       const row = await accounts.take();
-      const key = row.values[0]!;
-      if (previous && previous.values[0] === key) {
-        reject({ file: accountsFile, row: row.line, key, column: accountsFile.columns[0]!, reason: 'duplicate_key', detail: `account ${key} is already on row ${previous.line}` });
+      // The key is the account number as mapped (mapping.ts): `A1 ` and `a1` are A1 again.
+      const key = row.key;
+      if (previous && previous.key === key) {
+        reject({ file: accountsFile, row: row.line, key: row.values[0]!, column: accountsFile.columns[0]!, reason: 'duplicate_key', detail: `account ${key} is already on row ${previous.line}` });
         continue;
       }
       previous = row;
       const mine = new Map<FileMapping, Row[]>();
       for (const child of children) {
         const rows: Row[] = [];
-        for (let head = child.peek(); head && head.values[0]! <= key; head = child.peek()) {
+        for (let head = child.peek(); head && head.key <= key; head = child.peek()) {
           const taken = await child.take();
-          if (taken.values[0] === key) rows.push(taken);
+          if (taken.key === key) rows.push(taken);
           else reject(orphan(child.file, taken));
         }
         mine.set(child.file, rows);
@@ -149,7 +155,7 @@ async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>,
       const record = buildRecord(accountsFile, row, mine, reject);
       if (!record) continue;
       records++;
-      const json = JSON.stringify(record);
+      const json = recordJson(record);
       if (reorder) await reorder.add(recordLine(row.line, json));
       else await output.write(json);
     }
@@ -170,5 +176,5 @@ async function* mapRows(lines: AsyncIterable<string>, parse: (line: string) => R
 }
 
 const orphan = (file: FileMapping, row: Row): Reject => ({
-  file, row: row.line, key: row.values[0]!, column: file.columns[0]!, reason: 'orphan', detail: `no account ${row.values[0]} in the accounts file`,
+  file, row: row.line, key: row.values[0]!, column: file.columns[0]!, reason: 'orphan', detail: `no account ${row.key} in the accounts file`,
 });

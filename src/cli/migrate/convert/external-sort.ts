@@ -3,12 +3,14 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
-// Sorting more than fits in memory: lines of text (no line break inside) are gathered into chunks
+// Sorting more than fits in memory: lines of text are gathered into chunks
 // of a bounded size, each chunk is sorted and written to a run file, and the runs are merged with a
 // heap. Memory holds one chunk while sorting and one line per run while merging, whatever the number
 // of lines. Lines are compared as strings (UTF-16 code units): callers build lines that sort as
 // they need (the key first, then fixed-width numbers). One string a line, rather than an object or
-// an array of fields, keeps a chunk's memory close to the size of its text.
+// an array of fields, keeps a chunk's memory close to the size of its text. A run file holds one
+// item a line, a line break or backslash inside an item escaped (a key read from a quoted CSV field
+// may hold a line break); the items are compared as given, never as escaped.
 
 /** At most this many runs are merged at once; more are merged in rounds. */
 const FAN_IN = 64;
@@ -59,7 +61,7 @@ export class ExternalSorter {
     const out = createWriteStream(path);
     let buffer = '';
     for await (const item of items) {
-      buffer += `${item}\n`;
+      buffer += `${escape(item)}\n`;
       if (buffer.length >= 1 << 20) {
         if (!out.write(buffer)) await once(out, 'drain');
         buffer = '';
@@ -123,7 +125,10 @@ async function* runLines(path: string): AsyncGenerator<string> {
   for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 64 * 1024 }) as AsyncIterable<string>) {
     const lines = (rest + chunk).split('\n');
     rest = lines.pop()!;
-    yield* lines;
+    for (const line of lines) yield unescape(line);
   }
-  if (rest) yield rest;
+  if (rest) yield unescape(rest);
 }
+
+const escape = (item: string) => (item.includes('\n') || item.includes('\\') ? item.replace(/[\\\n]/g, (c) => (c === '\n' ? '\\n' : '\\\\')) : item);
+const unescape = (line: string) => (line.includes('\\') ? line.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c)) : line);

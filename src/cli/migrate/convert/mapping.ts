@@ -1,9 +1,9 @@
 import { access } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
-import { readHeader, type CsvOptions } from './csv-rows.ts';
+import { EmptyFile, readHeader, type CsvOptions } from './csv-rows.ts';
 import { FILE_KINDS, POINT_CHILDREN, TARGETS, type FileKind, type Target } from './targets.ts';
-import { compileTransform, type Transform } from './transforms.ts';
+import { compileTransform, RowProblem, type Transform, type Value } from './transforms.ts';
 
 // The mapping file (YAML), checked whole before any data row is read: every problem is a
 // MappingError naming the line of the mapping at fault, and the command exits 2 on it.
@@ -32,6 +32,8 @@ export interface FileMapping {
   positions: number[];
   hasLink: boolean;
   fields: FieldMapping[];
+  /** The join key from the key column's text: the account number's transforms when it is that column. */
+  keyOf?: ((raw: string) => string) | undefined;
 }
 
 export interface Mapping { files: FileMapping[] }
@@ -72,6 +74,8 @@ export async function loadMapping(mappingPath: string, source: string): Promise<
     if (!points) fail(['files', file.kind], `${file.kind} belong to supply points: the mapping needs a supply_points file`, true);
     if (!file.hasLink || !points!.hasLink) fail(['files', file.hasLink ? 'supply_points' : file.kind], `${file.kind} rows name their supply point: give link (the supply point's column) in supply_points and in ${file.kind}`, true);
   }
+  const keyOf = accountNumberOf(files.find((f) => f.kind === 'accounts')!);
+  for (const file of files) file.keyOf = keyOf;
   // The accounts file leads the join: it comes first whatever the order written.
   files.sort((a, b) => (a.kind === 'accounts' ? -1 : b.kind === 'accounts' ? 1 : FILE_KINDS.indexOf(a.kind) - FILE_KINDS.indexOf(b.kind)));
   return { files };
@@ -92,10 +96,14 @@ async function fileMapping(kind: FileKind, raw: unknown, at: Path, defaults: Def
   const link = raw.link === undefined ? undefined : textOf(raw.link, [...at, 'link'], fail);
   const csv = csvOptions(raw.csv, [...at, 'csv'], defaults.defaultCsv, fail);
   let header: string[];
-  try { header = await readHeader(path, csv); } catch (error) { return fail([...at, 'path'], `cannot read the header of ${path}: ${(error as Error).message}`); }
+  try { header = await readHeader(path, csv); } catch (error) {
+    return fail([...at, 'path'], error instanceof EmptyFile ? error.message : `cannot read the header of ${path}: ${(error as Error).message}`);
+  }
   const position = (column: string, path: Path) => {
     const index = header.indexOf(column);
     if (index < 0) fail(path, `column "${column}" is not in the header of ${String(raw.path)} (${header.join(', ')})`);
+    // Which of two columns of one name the legacy system meant cannot be guessed.
+    if (header.lastIndexOf(column) !== index) fail(path, `column "${column}" is in the header of ${String(raw.path)} more than once (${header.join(', ')}): rename one`);
     return index;
   };
   const columns = [key!];
@@ -140,6 +148,26 @@ function fieldMapping(target: string, spec: Target, source: unknown, at: Path, c
     }
   });
   return { target, spec, column, index: columnIndex(column, [...at, 'column']), transforms };
+}
+
+/**
+ * Accounts join their rows on the key column. When the account number is that column with
+ * transforms (`[trim, upper]`), the join uses it as mapped, in every file: `A1 ` and `a1` are the
+ * account A1, a second accounts row of them is a duplicate, and their child rows are A1's.
+ */
+function accountNumberOf(accounts: FileMapping): ((raw: string) => string) | undefined {
+  const field = accounts.fields.find((f) => f.target === 'external_account_number');
+  if (!field || field.index !== 0 || field.transforms.length === 0) return undefined;
+  return (raw) => {
+    try {
+      const value = field.transforms.reduce<Value>((v, transform) => transform(v), raw);
+      return typeof value === 'string' ? value : raw;
+    } catch (error) {
+      // The account row is rejected when it is mapped; its key is the text as written until then.
+      if (error instanceof RowProblem) return raw;
+      throw error;
+    }
+  };
 }
 
 function csvOptions(raw: unknown, at: Path, inherited: CsvOptions, fail: Fail): CsvOptions {

@@ -17,6 +17,7 @@ class FieldProblem extends RowProblem {
 type Json = Record<string, unknown>;
 
 function mapRow(file: FileMapping, row: Row): Json {
+  if (row.fault) throw new FieldProblem(row.fault.column, new RowProblem(row.fault.reason, row.fault.detail));
   const out: Json = {};
   for (const field of file.fields) {
     const column = field.column ?? '';

@@ -1,3 +1,4 @@
+import { jsonNumber, type JsonNumber } from './json-text.ts';
 import type { Target } from './targets.ts';
 
 // The named transforms of a mapping and the typing of a field's text. A transform either returns
@@ -5,7 +6,7 @@ import type { Target } from './targets.ts';
 
 export const REJECT_REASONS = [
   'required', 'invalid_date', 'invalid_number', 'invalid_boolean', 'unmapped_code',
-  'orphan', 'duplicate_key', 'malformed_row', 'account_rejected',
+  'orphan', 'duplicate_key', 'malformed_row', 'invalid_encoding', 'account_rejected',
 ] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 
@@ -69,11 +70,19 @@ function each(v: Value, f: (s: string) => string): Value {
   return Array.isArray(v) ? v.map(f) : f(v);
 }
 
-/** "1.234,56" → "1234.56": a dot or a space groups thousands, the comma is the decimal point. */
+/**
+ * "1.234,56" → "1234.56": the comma is the decimal point; a dot, a space or ' groups thousands, only
+ * as groups of three digits after a first group of one to three ("1.000.000"), one kind of separator
+ * in a number. Anything else ("12.50", "1,000.00", "1.2.3,4") is refused rather than read as some
+ * other amount. The digits are kept as written: the target checks them and writes them as they are.
+ */
+const DECIMAL_COMMA = /^([-+]?)(\d{1,3}(?:([. \u00a0\u202f'])\d{3}(?:\3\d{3})*)?|\d+)(?:,(\d+))?$/;
 function decimalComma(s: string): string {
-  const compact = s.trim().replace(/[ .\u00a0']/g, '');
-  if (!/^[-+]?\d+(,\d+)?$/.test(compact)) throw new RowProblem('invalid_number', `"${s}" is not a number with a decimal comma`);
-  return compact.replace(',', '.').replace(/^\+/, '');
+  const match = DECIMAL_COMMA.exec(s.trim());
+  if (!match) throw new RowProblem('invalid_number', `"${s}" is not a number with a decimal comma (such as 1.234,56)`);
+  const [, sign, whole, separator, fraction] = match;
+  const digits = separator ? whole!.replaceAll(separator, '') : whole!;
+  return `${sign === '-' ? '-' : ''}${digits}${fraction === undefined ? '' : `.${fraction}`}`;
 }
 
 const DIRECTIVES: Record<string, { pattern: string; part: 'day' | 'month' | 'year' | 'year2' | 'hour' | 'minute' | 'second' }> = {
@@ -122,7 +131,7 @@ const TRUE_WORDS = new Set(['true', 'yes', 'y', '1', 't']);
 const FALSE_WORDS = new Set(['false', 'no', 'n', '0', 'f']);
 
 /** The field's text (after its transforms) as the JSON value its target takes. */
-export function typed(value: string, target: Target, column: string): string | number | boolean {
+export function typed(value: string, target: Target, column: string): string | number | JsonNumber | boolean {
   switch (target.type) {
     case 'text': case 'date': return value;
     case 'datetime': return /^\d{4}-\d\d-\d\d$/.test(value) ? `${value}T00:00:00Z` : value;
@@ -137,7 +146,9 @@ export function typed(value: string, target: Target, column: string): string | n
       if (!pattern.test(value.trim())) {
         throw new RowProblem('invalid_number', `${column}: "${value}" is not ${target.type === 'integer' ? 'a whole number' : 'a number with a decimal point (decimal_comma reads "12,50")'}`);
       }
-      return Number(value.trim());
+      // Not Number() alone: a double would round 12.999999999999999999 to 13 and a 20-digit
+      // integer to other digits. Leading zeros go (JSON does not allow them).
+      return jsonNumber(value.trim().replace(/^(-?)0+(?=\d)/, '$1'));
     }
   }
 }

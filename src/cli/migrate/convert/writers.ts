@@ -1,10 +1,12 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createGzip, type Gzip } from 'node:zlib';
+import { csvCell } from '../../../core/csv.ts';
 import type { Reject } from './record-builder.ts';
 
 // The two outputs of a conversion: the book (one JSON line a record, gzip when the name ends .gz)
-// and the rejects file (CSV: file, row, key, column, reason, detail).
+// and the rejects file (CSV: file, row, key, column, reason, detail). The rejects file quotes the
+// legacy system's text as the service's own CSVs do (core/csv.ts): it is opened in a spreadsheet.
 
 const BUFFER = 1 << 20;
 
@@ -51,12 +53,6 @@ export class LineWriter {
   }
 }
 
-const CSV_SPECIAL = /[",\r\n]/;
-const cell = (value: string | number) => {
-  const text = String(value);
-  return CSV_SPECIAL.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-};
-
 export class RejectsWriter {
   private readonly out: LineWriter;
   private pending: Promise<void> = Promise.resolve();
@@ -72,7 +68,7 @@ export class RejectsWriter {
   add(r: Reject): void {
     this.count++;
     this.byReason[r.reason] = (this.byReason[r.reason] ?? 0) + 1;
-    const line = [r.file.name, r.row, r.key, r.column, r.reason, r.detail].map(cell).join(',');
+    const line = [r.file.name, r.row, r.key, r.column, r.reason, r.detail].map(csvCell).join(',');
     this.pending = this.pending.then(() => this.out.write(line));
   }
 
