@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import * as admin from '../../src/modules/admin/index.ts';
 import { ApiSession, dataOf, type Job } from '../../src/cli/migrate/api-session.ts';
 import { pace, summary } from '../../src/cli/migrate/format.ts';
 import { runImportMigrate } from '../../src/cli/migrate/import-migrate.ts';
+import { uploadRemaining } from '../../src/cli/migrate/upload.ts';
 import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { migrationRecord, writeMigrationFile } from '../support/migration-file.ts';
 import { request, startServer } from '../support/server-process.ts';
@@ -230,6 +231,40 @@ describe('import-migrate run', () => {
     assert.equal(again.status, 0, again.stderr);
     assert.equal(JSON.parse(again.stdout).upload, undefined);
     assert.ok(again.stderr.startsWith(`resuming job ${id}: it is completed and holds all 5 records of ${path}; nothing to upload\n`), again.stderr);
+  });
+
+  test('--resume with a file that is not the one uploaded (a line removed before the job\'s last) is refused (exit 1), nothing sent', async () => {
+    const { path, lines } = await file('changed.ndjson', 5);
+    const auth = { authorization: `Token ${await token()}` };
+    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    const first = await fetch(`${server.url}${BASE}${id}/records/`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: lines.slice(0, 3).join('\n'),
+    });
+    assert.deepEqual(await first.json(), { received: 3, total_records: 3 });
+    const held = async () => (await request(server.url, 'GET', `${BASE}${id}/`, { headers: auth })).json;
+    const tail = 'it is not the file the job was uploaded from (or lines were added or removed before that one); '
+      + 'nothing was uploaded: resume with the file as it was uploaded, or send this one in a new job';
+
+    // Line 2 deleted: skipping the job's 3 lines would skip line 4 of the file as it was, never sent.
+    writeFileSync(path, `${[lines[0], lines[2], lines[3], lines[4]].join('\n')}\n`);
+    assert.deepEqual(await migrateCli('run', path, '--resume', id), { status: 1, stdout: '', stderr: `import-migrate: line 3 of ${path} has `
+      + `account "${externalOf(lines[3]!)}" where job ${id} has account "${externalOf(lines[2]!)}": ${tail}\n` });
+    // A line that is not a record where the job has one, and a file shorter than what the job holds.
+    writeFileSync(path, `${[lines[0], lines[1], 'not json', lines[3]].join('\n')}\n`);
+    assert.equal((await migrateCli('run', path, '--resume', id)).stderr, `import-migrate: line 3 of ${path} has `
+      + `no account number where job ${id} has account "${externalOf(lines[2]!)}": ${tail}\n`);
+    writeFileSync(path, `${lines[0]}\n\n${lines[1]}\n`);
+    assert.deepEqual(await migrateCli('run', path, '--resume', id), { status: 1, stdout: '', stderr: `import-migrate: ${path} has fewer than the 3 records `
+      + `job ${id} holds: it is not the file the job was uploaded from; nothing was uploaded: resume with the file as it was uploaded, or send this one in a new job\n` });
+    const job = await held();
+    assert.deepEqual([job.state, job.counts.total], ['open', 3]);
+
+    // The file as it was (blank lines and a CRLF do not change which lines the job holds): resumed.
+    writeFileSync(path, `\n${lines[0]}\r\n \n${lines.slice(1).join('\n')}\n`);
+    const run = await migrateCli('run', path, '--resume', id, '--json');
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout).upload, { received: 2, total_records: 5, skipped: 3 });
   });
 
   test('--resume of a started job that lacks lines of the file is refused (exit 1)', async () => {
@@ -533,6 +568,27 @@ describe('import-migrate client details', () => {
     assert.ok(stderr.endsWith(`and stays open.\nResume with: import-migrate run ${path} --resume ${id} --url ${server.url}\n`), stderr);
   });
 
+  test('Ctrl-C during an upload off a terminal: the last progress line says the records sent, not the bytes read seconds before', async () => {
+    const { path } = await file('stopped.ndjson', 4000);
+    // Progress lines far apart: the one line printed is the first read, long out of date at the stop.
+    const child = spawn(process.execPath, ['bin/import-migrate.js', 'run', path, '--supplier', tenant.supplier, '--team', tenant.team,
+      '--url', server.url], { cwd: ROOT, env: { ...process.env, IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_PROGRESS_MS: '60000' } });
+    let stderr = '';
+    let interrupted = false;
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      if (!interrupted && /\nuploading: /.test(stderr)) interrupted = child.kill('SIGINT');
+    });
+    const [status] = await once(child, 'exit');
+    assert.equal(status, 130, stderr);
+    const id = /^created job (\S+) /.exec(stderr)![1]!;
+    const job = await request(server.url, 'GET', `${BASE}${id}/`, { token: await token() });
+    const kept = job.json.counts.total as number;
+    const progress = stderr.split('\n').filter((line) => /^(uploading|uploaded|upload stopped)/.test(line));
+    assert.equal(progress.at(-1), `upload stopped: ${kept.toLocaleString('en-GB')} records sent`, stderr);
+    assert.ok(stderr.includes(`\nupload stopped: ${kept.toLocaleString('en-GB')} records sent\n\nUpload interrupted: job ${id} keeps the `), stderr);
+  });
+
   test('the summary tells failures before the account existed from failures in its history', async () => {
     const path = join(dir, 'history.ndjson');
     const records = [
@@ -596,6 +652,50 @@ describe('import-migrate exit 2', () => {
     });
   }
 
+  test('run FILE that is a directory, a device or missing: exit 2 naming it, before the service is asked', async () => {
+    const asked: string[] = [];
+    const url = await answering(500, 'text/html', '<html>boom</html>', asked);
+    const folder = join(dir, 'a-folder');
+    mkdirSync(folder, { recursive: true });
+    for (const [path, reason] of [
+      [folder, `${folder} is a directory, not a file`],
+      ['/dev/null', '/dev/null is not a regular file (the upload reads it more than once)'],
+      [join(dir, 'nowhere.ndjson'), `cannot read ${join(dir, 'nowhere.ndjson')}: no such file`],
+    ] as Array<[string, string]>) {
+      assert.deepEqual(await inProcess(['run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--url', url]),
+        { status: 2, stdout: '', stderr: `import-migrate: ${reason}; ${usage}\n` });
+    }
+    assert.deepEqual(asked, [], 'no job was made');
+  });
+
+  test('a file that cannot be read during the upload is said as the file\'s fault, not the service\'s', async () => {
+    const folder = join(dir, 'read-fails');
+    mkdirSync(folder, { recursive: true });
+    const created = await request(server.url, 'POST', BASE, { token: await token(), body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const session = new ApiSession(server.url, tenant.apiKey, { attempts: 3, baseDelayMs: 10 });
+    await assert.rejects(uploadRemaining(session, created.json.id, folder, () => {}, new AbortController().signal),
+      { name: 'FileReadError', message: `cannot read ${folder}: it is a directory` });
+  });
+
+  test('a 5xx while obtaining a token is retried, then the service is unavailable (exit 2), not a bad key', async () => {
+    const asked: string[] = [];
+    const url = await answering(500, 'text/html', '<html>boom</html>', asked);
+    const run = await inProcess(['status', 'J', '--url', url], { IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_RETRY_DELAY_MS: '10' });
+    assert.deepEqual(run, { status: 2, stdout: '', stderr: 'import-migrate: cannot obtain a token: Internal Server Error (error, HTTP 500)\n' });
+    assert.deepEqual(asked, Array(5).fill('POST /graphql'));
+  });
+
+  test('an answer that is not the service\'s JSON (a web page at --url) asks whether --url is right (exit 2)', async () => {
+    for (const [status, type] of [[200, 'text/html; charset=utf-8'], [404, 'text/html']] as const) {
+      const asked: string[] = [];
+      const url = await answering(status, type, '<html>a web site</html>', asked);
+      const run = await inProcess(['status', 'J', '--url', url], { IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_RETRY_DELAY_MS: '10' });
+      assert.deepEqual(run, { status: 2, stdout: '',
+        stderr: `import-migrate: ${url}/graphql answered HTTP ${status} with text/html, not the service's JSON: is --url right?\n` });
+      assert.deepEqual(asked, ['POST /graphql']);
+    }
+  });
+
   test('no API key', async () => {
     assert.deepEqual(await inProcess(['status', 'J'], {}), {
       status: 2, stdout: '', stderr: 'import-migrate: give --api-key KEY or set IMPORT_API_KEY; usage: import-migrate status JOB\n',
@@ -646,6 +746,18 @@ async function inProcess(args: string[], env: Record<string, string> = { IMPORT_
     env, out: (text) => { stdout += text; }, err: (text) => { stderr += text; }, tty: null, stdout: process.stdout,
   });
   return { status, stdout, stderr };
+}
+
+/** A server answering every request with `status` and `body`, recording each request's method and path; its URL. */
+async function answering(status: number, type: string, body: string, asked: string[]): Promise<string> {
+  const fake = createHttpServer((req, res) => {
+    asked.push(`${req.method} ${req.url}`);
+    req.resume();
+    req.on('end', () => res.writeHead(status, { 'content-type': type }).end(body));
+  });
+  await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
+  after(() => new Promise((resolve) => fake.close(resolve)));
+  return `http://127.0.0.1:${(fake.address() as { port: number }).port}`;
 }
 
 async function freePort(): Promise<number> {

@@ -13,7 +13,7 @@ export type Job = components['schemas']['MigrationJob'];
 export type RecordResult = components['schemas']['MigrationJobRecordResult'];
 export type ApiClient = Client<paths>;
 
-/** The service answered with a refusal (4xx, or a 5xx after the retries): exit status 1. */
+/** The service answered with a refusal (a 4xx): exit status 1; or is still unavailable after the retries (isUnavailable): exit status 2. */
 export class ApiError extends Error {
   override name = 'ApiError';
   constructor(readonly status: number, readonly code: string, detail: string) {
@@ -21,7 +21,7 @@ export class ApiError extends Error {
   }
 }
 
-/** The service could not be reached at all, even after the retries: exit status 2. */
+/** The service could not be reached at all, even after the retries, or what answered is not the service: exit status 2. */
 export class UnreachableError extends Error {
   override name = 'UnreachableError';
 }
@@ -30,9 +30,12 @@ export interface RetryPolicy { attempts: number; baseDelayMs: number }
 
 interface TokenPair { token: string; expiresIn: number; refreshToken: string; refreshExpiresIn: number }
 
-// Busy or restarting, not refusing: 429 and 503 by the spec; 408 when a starved server timed the
-// request out, 502/504 from a proxy in front of it.
-const RETRIED_STATUSES = new Set([408, 429, 502, 503, 504]);
+/**
+ * Busy, restarting or failing, not refusing: 429 and 503 by the spec; 408 when a starved server timed
+ * the request out; 502/504 from a proxy in front of it; 500 and the other 5xx, the service (or that
+ * proxy) failed, not the request. Every call retries these, then exits 2 (the one classification).
+ */
+export const isUnavailable = (status: number): boolean => status >= 500 || status === 408 || status === 429;
 const TOKEN_FIELDS = 'token expiresIn refreshToken refreshExpiresIn';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -95,13 +98,19 @@ export class ApiSession {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables: { value } }),
     });
     const response = await this.withRetries(request, true, false);
-    const body = await response.json().catch(() => null) as
+    const text = await response.text().catch(() => '');
+    const body = jsonOf(text) as
       { data?: { obtainToken?: TokenPair | null }; errors?: Array<{ message: string; extensions?: { code?: string } }> } | null;
+    // Unavailable first: a proxy's error page is not JSON either, and the URL may well be right.
+    if (isUnavailable(response.status)) throw errorOf(response, body ?? text, 'cannot obtain a token: ');
     const pair = body?.data?.obtainToken;
     if (pair) return pair;
     const first = body?.errors?.[0];
-    throw new ApiError(response.status, first?.extensions?.code ?? 'authentication_failed',
-      `cannot obtain a token: ${first?.message ?? `HTTP ${response.status}`}`);
+    if (first) throw new ApiError(response.status, first.extensions?.code ?? 'authentication_failed', `cannot obtain a token: ${first.message}`);
+    if (body && !response.ok) throw errorOf(response, body, 'cannot obtain a token: ');
+    // Something answers at --url, and it is not the service (a web page, another API): no API key can help.
+    const type = response.headers.get('content-type')?.split(';')[0]?.trim() || 'no content type';
+    throw new UnreachableError(`${request.url} answered HTTP ${response.status} with ${type}, not the service's JSON: is --url right?`);
   }
 
   private send(request: Request, replayable: boolean): Promise<Response> {
@@ -109,7 +118,7 @@ export class ApiSession {
   }
 
   /**
-   * Retries network errors and RETRIED_STATUSES with exponential backoff (honouring Retry-After), and a 401
+   * Retries network errors and isUnavailable statuses with exponential backoff (honouring Retry-After), and a 401
    * token_expired once with a fresh token. A body that cannot be replayed is sent exactly once.
    */
   private async withRetries(request: Request, replayable: boolean, authorise: boolean): Promise<Response> {
@@ -132,7 +141,7 @@ export class ApiSession {
         this.expireToken();
         continue;
       }
-      if (RETRIED_STATUSES.has(response.status) && !last) {
+      if (isUnavailable(response.status) && !last) {
         await response.body?.cancel();
         await sleep(this.delay(attempt, response.headers.get('retry-after')));
         continue;
@@ -145,6 +154,14 @@ export class ApiSession {
     const seconds = Number(retryAfter);
     if (retryAfter && Number.isFinite(seconds)) return Math.min(seconds * 1000, 30_000);
     return this.retry.baseDelayMs * 2 ** (attempt - 1) * (0.75 + Math.random() / 2);
+  }
+}
+
+function jsonOf(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }
 
@@ -161,9 +178,14 @@ function causeOf(error: unknown): string {
 /** The answer's data, or an ApiError with the service's own reason (D4 error body). */
 export function dataOf<T>(result: { data?: T; error?: unknown; response: globalThis.Response }): T {
   if (result.error === undefined && result.response.ok) return result.data as T;
-  const body = (result.error ?? {}) as { code?: string; detail?: string; errors?: Array<{ attr?: string; detail?: string }> };
+  throw errorOf(result.response, result.error);
+}
+
+/** A failed answer as an ApiError: the service's code and detail from its error body, else the HTTP status text. */
+function errorOf(response: { status: number; statusText: string }, error: unknown, prefix = ''): ApiError {
+  const body = (typeof error === 'object' && error !== null ? error : {}) as { code?: string; detail?: string; errors?: Array<{ attr?: string; detail?: string }> };
   const first = body.errors?.[0];
   const where = first?.attr && first.attr !== 'non_field_errors' && first.detail !== body.detail ? `: ${first.attr}: ${first.detail}` : '';
-  const detail = body.detail ?? result.response.statusText;
-  throw new ApiError(result.response.status, body.code ?? 'error', where ? `${detail.replace(/\.$/, '')}${where}` : detail);
+  const detail = body.detail ?? response.statusText;
+  return new ApiError(response.status, body.code ?? 'error', `${prefix}${where ? `${detail.replace(/\.$/, '')}${where}` : detail}`);
 }

@@ -1,17 +1,18 @@
-import { access, readFile } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { ApiError, ApiSession, UnreachableError } from './api-session.ts';
+import { ApiError, ApiSession, isUnavailable, UnreachableError } from './api-session.ts';
 import type { CommandContext, CommandResult, Flags } from './command-context.ts';
 import { CONVERT_SYNOPSIS, convertCommand } from './convert/convert-command.ts';
 import { cancelCommand, jobsCommand, pauseCommand, resultsCommand, resumeCommand, retryCommand, statusCommand } from './job-commands.ts';
 import { plainProgress, terminalProgress } from './progress.ts';
 import { reconcileCommand } from './reconcile-command.ts';
 import { maxRate, runFile, watchCommand } from './run-command.ts';
+import { FileReadError } from './upload.ts';
 
 // import-migrate (D12): the supplier's migration client. It talks to the service over HTTP only.
 // Exit status: 0 every record succeeded or was skipped (or the command did what it said); 1 a record
-// failed or the service refused; 2 the command line is wrong or the service cannot be reached;
-// 130 Ctrl-C (the job goes on). Reasons go to stderr as one line; stdout has the result only.
+// failed or the service refused; 2 the command line (or FILE) is wrong or the service cannot be reached
+// or used (isUnavailable after the retries); 130 Ctrl-C (the job goes on). Reasons go to stderr as one line; stdout has the result only.
 export interface MigrateIo {
   env: Record<string, string | undefined>;
   out(text: string): void;
@@ -59,7 +60,6 @@ const OUTCOMES = ['pending', 'running', 'succeeded', 'skipped', 'failed', 'cance
 const UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
 export const DEFAULT_URL = 'http://127.0.0.1:8000';
-const UNAVAILABLE = new Set([408, 429, 502, 503, 504]);
 
 class UsageError extends Error {}
 
@@ -98,7 +98,7 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
     checkCommandLine(name!, command, positionals.slice(1), flags);
     if (!apiKey) throw new UsageError('give --api-key KEY or set IMPORT_API_KEY');
     if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new UsageError(`--url must be an http(s) URL, got "${baseUrl}"`);
-    if (name === 'run') await access(positionals[1]!).catch(() => { throw new UsageError(`cannot read ${positionals[1]}`); });
+    if (name === 'run') await checkFile(positionals[1]!);
     if (flags['control-totals'] !== undefined) totals = await controlTotals(flags['control-totals'] as string);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
@@ -124,7 +124,9 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
     return result.exit;
   } catch (error) {
     // Still busy or unavailable after the retries is as good as unreachable for the caller.
-    if (error instanceof UnreachableError || (error instanceof ApiError && UNAVAILABLE.has(error.status))) return fail(EXIT_USAGE, error.message);
+    if (error instanceof UnreachableError || (error instanceof ApiError && isUnavailable(error.status))) return fail(EXIT_USAGE, error.message);
+    // FILE could be read when the command line was checked, and no longer: not the service's doing.
+    if (error instanceof FileReadError) return fail(EXIT_USAGE, error.message);
     if (error instanceof ApiError) return fail(EXIT_FAILED, error.message);
     return fail(EXIT_FAILED, `unexpected failure: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -155,6 +157,19 @@ function checkCommandLine(name: string, command: CommandSpec, args: string[], fl
   if (flags.outcome !== undefined && !OUTCOMES.includes(flags.outcome as string)) throw new UsageError(`--outcome must be one of ${OUTCOMES.join(', ')}`);
   if (flags.csv && flags.json && name !== 'reconcile') throw new UsageError('give --csv or --json, not both');
   if (name === 'reconcile' && flags.csv === '') throw new UsageError('--csv needs a file name');
+}
+
+/**
+ * run's FILE is a regular file this process can open, checked before a job is made for it: the upload
+ * reads it as it goes (and again after a dropped connection), so a directory, a pipe or a file it cannot
+ * read would otherwise fail only once the job exists, and look like the service's fault.
+ */
+async function checkFile(file: string): Promise<void> {
+  const info = await stat(file).catch((error: unknown) => { throw new UsageError(`cannot read ${file}: ${FileReadError.reason(error)}`); });
+  if (info.isDirectory()) throw new UsageError(`${file} is a directory, not a file`);
+  if (!info.isFile()) throw new UsageError(`${file} is not a regular file (the upload reads it more than once)`);
+  const handle = await open(file, 'r').catch((error: unknown) => { throw new UsageError(`cannot read ${file}: ${FileReadError.reason(error)}`); });
+  await handle.close();
 }
 
 /**
@@ -203,7 +218,8 @@ export function usage(): string {
     '',
     'run creates a job, uploads FILE (.ndjson or .ndjson.gz) streaming, starts the job and watches it;',
     'failed records go to FILE.<job id>.failed.ndjson. --resume JOB uploads the lines after the job\'s',
-    'counts.total, then goes on the same way. Ctrl-C while watching leaves the job running.',
+    'counts.total, then goes on the same way (refused when FILE\'s line there names another account than',
+    'the job\'s last: not the file uploaded). Ctrl-C while watching leaves the job running.',
     '--max-rate N starts at most N of the job\'s records a minute (the job\'s max_records_per_minute).',
     '--control-totals TOTALS.json declares the legacy system\'s figures for the book, which reconcile sets',
     'beside the file\'s and the store\'s: one JSON object such as {"accounts": 2000, "balance_total": "-1204.50"}.',
@@ -218,10 +234,11 @@ export function usage(): string {
     '',
     'Tuning (environment): IMPORT_MIGRATE_POLL_MS (job polling, default 1500), IMPORT_MIGRATE_PROGRESS_MS',
     '(plain progress lines, default 5000), IMPORT_MIGRATE_RETRY_DELAY_MS (first retry delay, default 500;',
-    'network errors, 429 and 503 are retried 4 times with doubling delays).',
+    'network errors, 408, 429 and 5xx answers are retried 4 times with doubling delays).',
     '',
     'Exit status: 0 every record succeeded or was skipped; 1 a record failed or the service refused;',
-    '2 the command line is wrong or the service cannot be reached; 130 interrupted (the job goes on).',
+    '2 the command line is wrong (FILE too) or the service cannot be reached, or is unavailable after the retries;',
+    '130 interrupted (the job goes on).',
     '',
   ].join('\n');
 }

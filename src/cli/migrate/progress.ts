@@ -9,6 +9,8 @@ import { bytes, duration, number, pace, recordsDone, topErrors } from './format.
 export interface Progress {
   upload(progress: UploadProgress): void;
   uploaded(received: number, bytesTotal: number): void;
+  /** The upload was stopped (Ctrl-C) after `received` records, as the service counts them. */
+  uploadStopped(received: number): void;
   job(job: Job): void;
   stop(): void;
 }
@@ -36,6 +38,9 @@ export function plainProgress(write: (text: string) => void, everyMs: number): P
       write(`uploaded ${number(received)} records (${bytes(bytesTotal)})\n`);
       lastAt = 0;
     },
+    uploadStopped(received) {
+      write(`upload stopped: ${number(received)} records sent\n`);
+    },
     job(job) {
       // A change of state is worth a line at once; otherwise the pace is set by everyMs.
       if (!due() && job.state === lastState) return;
@@ -62,6 +67,10 @@ export function terminalProgress(stream: NodeJS.WriteStream): Progress {
     uploaded(received, bytesTotal) {
       uploadBar ??= bars.create(bytesTotal, 0, { label: 'upload ', detail: '' });
       uploadBar.update(bytesTotal, { detail: `${number(received)} records, ${bytes(bytesTotal)}` });
+    },
+    uploadStopped(received) {
+      // The bar stays where the reading got to; the words say what the service has.
+      uploadBar?.update({ detail: `stopped: ${number(received)} records sent` });
     },
     job(job) {
       const eta = job.eta_seconds === null ? '' : ` ETA ${duration(job.eta_seconds)}`;

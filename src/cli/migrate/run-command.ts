@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
-import { dataOf, type Job } from './api-session.ts';
+import { dataOf, type ApiSession, type Job } from './api-session.ts';
 import type { CommandContext, CommandResult } from './command-context.ts';
 import { number, summary } from './format.ts';
-import { countLines, uploadRemaining, type UploadOutcome } from './upload.ts';
+import { countLines, lineAt, uploadRemaining, type UploadOutcome } from './upload.ts';
 import { collectFailures, getJob, interruptOnCtrlC, watchJob } from './watch.ts';
 
 // `run FILE (--supplier CODE --team NAME | --resume JOB)`: create (or reuse) a job, upload what it
@@ -21,6 +21,8 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
   let job: Job;
   if (flags.resume) {
     job = await getJob(session, flags.resume as string);
+    const differs = job.state === 'open' ? await notTheUploadedFile(session, job, file) : null;
+    if (differs) return ctx.refuse(`${differs}; nothing was uploaded: resume with the file as it was uploaded, or send this one in a new job`);
   } else {
     job = dataOf(await session.client.POST('/v1/data-import/migration-jobs/', {
       body: {
@@ -49,10 +51,12 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
         if (!interrupt.signal.aborted) throw error;
       }
       if (interrupt.signal.aborted) {
-        progress.stop();
         // What the service says the job holds, never what this client believes it sent.
         const held = await getJob(session, job.id);
         const kept = upload?.total_records ?? held.counts.total;
+        // The last progress line was the bytes read a few seconds ago: end with the records the service counted.
+        progress.uploadStopped(upload?.received ?? held.counts.total - job.counts.total);
+        progress.stop();
         ctx.note(`\nUpload interrupted: job ${job.id} keeps the ${number(kept)} records received and stays open.\n`
           + `Resume with: ${ctx.hint(['run', file, '--resume', job.id])}\n`);
         return { exit: EXIT_INTERRUPTED, json: { job: held, ...(upload ? { upload } : {}), interrupted: true }, text: '' };
@@ -77,6 +81,39 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
     return finish(ctx, end.job, file, upload);
   } finally {
     interrupt.release();
+  }
+}
+
+/**
+ * Why FILE is not the file the open job was uploaded from, or null. A resume skips as many lines as
+ * the job holds, so a line added or removed before that point would send a line twice or never: the
+ * job's last line must name the account FILE's line of that number names. One record read from the
+ * service (records/search/ from that line), and FILE read up to that line.
+ */
+async function notTheUploadedFile(session: ApiSession, job: Job, file: string): Promise<string | null> {
+  const held = job.counts.total;
+  if (held === 0) return null;
+  const page = dataOf(await session.client.GET('/v1/data-import/migration-jobs/{job_id}/records/search/', {
+    params: { path: { job_id: job.id }, query: { after_line: held - 1, page_size: 1 } },
+  }));
+  const last = page.records[0];
+  if (!last || last.line !== held) return null;
+  const text = await lineAt(file, held);
+  if (text === null) return `${file} has fewer than the ${number(held)} records job ${job.id} holds: it is not the file the job was uploaded from`;
+  const mine = accountNumberOf(text);
+  if (mine === last.external_account_number) return null;
+  const name = (account: string | null) => (account === null ? 'no account number' : `account "${account}"`);
+  return `line ${number(held)} of ${file} has ${name(mine)} where job ${job.id} has ${name(last.external_account_number)}: `
+    + 'it is not the file the job was uploaded from (or lines were added or removed before that one)';
+}
+
+/** A line's account.external_account_number as the service stores it: a string of at most 100 characters, else none. */
+function accountNumberOf(text: string): string | null {
+  try {
+    const named = (JSON.parse(text) as { account?: { external_account_number?: unknown } } | null)?.account?.external_account_number;
+    return typeof named === 'string' && named.length <= 100 ? named : null;
+  } catch {
+    return null;
   }
 }
 

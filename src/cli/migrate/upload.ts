@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
-import { ApiError, dataOf, UnreachableError, type ApiSession } from './api-session.ts';
+import { ApiError, dataOf, isUnavailable, UnreachableError, type ApiSession } from './api-session.ts';
 
 // Uploading a file to a job, streamed: the file is never held in memory. The job's counts.total
 // says how many records the service already has (a cut upload keeps every complete line), so
@@ -13,6 +13,21 @@ import { ApiError, dataOf, UnreachableError, type ApiSession } from './api-sessi
 // service still writing what it had received while the client asks).
 export interface UploadProgress { bytesRead: number; bytesTotal: number }
 export interface UploadOutcome { received: number; total_records: number; skipped: number }
+
+/** FILE could not be read (it went away or changed after it was checked, or its gzip is broken): exit status 2. */
+export class FileReadError extends Error {
+  override name = 'FileReadError';
+  constructor(file: string, cause: unknown) {
+    super(`cannot read ${file}: ${FileReadError.reason(cause)}`);
+  }
+
+  /** The system's reason in a few words (ENOENT: "no such file"), else its code or message. */
+  static reason(error: unknown): string {
+    const { code, message } = error as { code?: string; message?: string };
+    const known: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EPERM: 'permission denied', EISDIR: 'it is a directory' };
+    return (code && known[code]) ?? code ?? message ?? String(error);
+  }
+}
 
 const NEWLINE = 0x0a;
 
@@ -54,7 +69,7 @@ export async function countLines(file: string): Promise<number> {
   let count = 0;
   let content = false;
   for await (const chunk of fileBytes(file, () => {})) {
-    for (const byte of chunk as Buffer) {
+    for (const byte of chunk) {
       if (byte === NEWLINE) { if (content) count++; content = false; }
       else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) content = true;
     }
@@ -62,30 +77,81 @@ export async function countLines(file: string): Promise<number> {
   return content ? count + 1 : count;
 }
 
-function fileBytes(file: string, onRead: (bytes: number) => void): Readable {
+/**
+ * The `line`th non-blank line of FILE (numbered from 1, as the service numbers a job's lines), without
+ * a byte order mark; null when FILE has fewer. Reads no further than that line.
+ */
+export async function lineAt(file: string, line: number): Promise<string | null> {
+  let parts: Buffer[] = [];
+  for await (const chunk of linesAfter(fileBytes(file, () => {}), line - 1)) {
+    let start = 0;
+    for (let end = chunk.indexOf(NEWLINE); ; end = chunk.indexOf(NEWLINE, start)) {
+      parts.push(chunk.subarray(start, end < 0 ? chunk.length : end));
+      if (end < 0) break;
+      const text = Buffer.concat(parts).toString('utf8');
+      if (/[^ \t\r]/.test(text)) return text.replace(/^\uFEFF/, '');
+      parts = [];
+      start = end + 1;
+    }
+  }
+  const last = Buffer.concat(parts).toString('utf8');
+  return /[^ \t\r]/.test(last) ? last.replace(/^\uFEFF/, '') : null;
+}
+
+/** FILE's bytes (decompressed when gzipped); a read error is a FileReadError, whoever reads them. */
+async function* fileBytes(file: string, onRead: (bytes: number) => void): AsyncGenerator<Buffer> {
   const raw = createReadStream(file);
   raw.on('data', (chunk) => onRead(chunk.length));
-  return isGzip(file) ? raw.pipe(createGunzip()) : raw;
+  const source: Readable = isGzip(file) ? raw.pipe(createGunzip()) : raw;
+  // pipe() does not pass the file's errors on to gunzip: they end it here, said as they are.
+  if (source !== raw) raw.on('error', (error) => source.destroy(error));
+  try {
+    for await (const chunk of source) yield chunk as Buffer;
+  } catch (error) {
+    throw new FileReadError(file, error);
+  } finally {
+    raw.destroy();
+  }
 }
 
 async function uploadOnce(session: ApiSession, jobId: string, file: string, skip: number, onProgress: (p: UploadProgress) => void, stop: AbortSignal) {
   const bytesTotal = (await stat(file)).size;
   let bytesRead = 0;
   const report = (bytes: number) => { bytesRead += bytes; onProgress({ bytesRead, bytesTotal }); };
+  // A read error of the file reaches fetch as a failed body, which says "cannot reach the service":
+  // it is kept here and said as the file's instead.
+  let readError: FileReadError | null = null;
+  const read = async function* () {
+    try {
+      yield* fileBytes(file, report);
+    } catch (error) {
+      readError = error as FileReadError;
+      throw error;
+    }
+  };
   // The lines after the skip, gzipped again when the file was, to keep the transfer small (level 1:
   // the file is read as it is sent, so compressing must keep up). Always re-read, even with nothing
   // to skip, so that a stop can end the body on a line boundary.
-  const rest = Readable.from(untilStopped(linesAfter(fileBytes(file, report), skip), stop));
+  const rest = Readable.from(untilStopped(linesAfter(read(), skip), stop));
   const body = isGzip(file) ? rest.pipe(createGzip({ level: 1 })) : rest;
-  const result = await session.client.POST('/v1/data-import/migration-jobs/{job_id}/records/', {
-    params: { path: { job_id: jobId } },
-    body: Readable.toWeb(body) as unknown as string,
-    bodySerializer: (value: unknown) => value,
-    headers: { 'content-type': 'application/x-ndjson', ...(isGzip(file) ? { 'content-encoding': 'gzip' } : {}) },
-    fetch: session.sendOnce,
-    duplex: 'half',
-  } as never);
-  body.destroy();
+  // pipe() does not pass the error on: without this the gzip would wait for the rest forever.
+  if (body !== rest) rest.on('error', (error) => body.destroy(error));
+  let result: unknown;
+  try {
+    result = await session.client.POST('/v1/data-import/migration-jobs/{job_id}/records/', {
+      params: { path: { job_id: jobId } },
+      body: Readable.toWeb(body) as unknown as string,
+      bodySerializer: (value: unknown) => value,
+      headers: { 'content-type': 'application/x-ndjson', ...(isGzip(file) ? { 'content-encoding': 'gzip' } : {}) },
+      fetch: session.sendOnce,
+      duplex: 'half',
+    } as never);
+  } catch (error) {
+    throw readError ?? error;
+  } finally {
+    body.destroy();
+  }
+  if (readError) throw readError;
   return dataOf(result as { data?: { received: number; total_records: number }; error?: unknown; response: Response });
 }
 
@@ -110,7 +176,7 @@ export async function uploadRemaining(
       // Stopped and failed: the next turn reads what the job holds once the service has written it.
       if (stop.aborted) { await settled(session, jobId); continue; }
       const transient = error instanceof UnreachableError
-        || (error instanceof ApiError && [401, 408, 429, 502, 503, 504].includes(error.status))
+        || (error instanceof ApiError && (error.status === 401 || isUnavailable(error.status)))
         || (error instanceof TypeError);
       if (!transient || attempt >= session.retry.attempts) {
         throw error instanceof TypeError ? new UnreachableError(`the upload failed: ${error.message}`) : error;
