@@ -548,10 +548,11 @@ describe('import-migrate client details', () => {
     }
   });
 
-  test('Ctrl-C during an upload: the count kept is the job\'s, and the resume hint runs as printed', async () => {
-    const { path, lines } = await file('big.ndjson', 4000);
+  /** `run` of a 4,000-record file in a child process, sent SIGINT at its first upload progress line: exit 130. */
+  async function interruptedUpload(name: string, progressMs: string) {
+    const { path, lines } = await file(name, 4000);
     const child = spawn(process.execPath, ['bin/import-migrate.js', 'run', path, '--supplier', tenant.supplier, '--team', tenant.team,
-      '--url', server.url], { cwd: ROOT, env: { ...process.env, IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_PROGRESS_MS: '1' } });
+      '--url', server.url], { cwd: ROOT, env: { ...process.env, IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_PROGRESS_MS: progressMs } });
     let stderr = '';
     let interrupted = false;
     child.stderr.on('data', (chunk) => {
@@ -560,7 +561,11 @@ describe('import-migrate client details', () => {
     });
     const [status] = await once(child, 'exit');
     assert.equal(status, 130, stderr);
-    const id = /^created job (\S+) /.exec(stderr)![1]!;
+    return { path, lines, stderr, id: /^created job (\S+) /.exec(stderr)![1]! };
+  }
+
+  test('Ctrl-C during an upload: the count kept is the job\'s, and the resume hint runs as printed', async () => {
+    const { path, lines, stderr, id } = await interruptedUpload('big.ndjson', '1');
     const kept = Number(/keeps the ([\d,]+) records received/.exec(stderr)?.[1]?.replace(/,/g, ''));
     const job = await request(server.url, 'GET', `${BASE}${id}/`, { token: await token() });
     assert.deepEqual([job.json.state, job.json.counts.total], ['open', kept], stderr);
@@ -569,19 +574,8 @@ describe('import-migrate client details', () => {
   });
 
   test('Ctrl-C during an upload off a terminal: the last progress line says the records sent, not the bytes read seconds before', async () => {
-    const { path } = await file('stopped.ndjson', 4000);
     // Progress lines far apart: the one line printed is the first read, long out of date at the stop.
-    const child = spawn(process.execPath, ['bin/import-migrate.js', 'run', path, '--supplier', tenant.supplier, '--team', tenant.team,
-      '--url', server.url], { cwd: ROOT, env: { ...process.env, IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_PROGRESS_MS: '60000' } });
-    let stderr = '';
-    let interrupted = false;
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-      if (!interrupted && /\nuploading: /.test(stderr)) interrupted = child.kill('SIGINT');
-    });
-    const [status] = await once(child, 'exit');
-    assert.equal(status, 130, stderr);
-    const id = /^created job (\S+) /.exec(stderr)![1]!;
+    const { stderr, id } = await interruptedUpload('stopped.ndjson', '60000');
     const job = await request(server.url, 'GET', `${BASE}${id}/`, { token: await token() });
     const kept = job.json.counts.total as number;
     const progress = stderr.split('\n').filter((line) => /^(uploading|uploaded|upload stopped)/.test(line));
