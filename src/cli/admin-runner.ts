@@ -98,7 +98,9 @@ async function execute(argv: string[], store: AdminStore): Promise<{ json: unkno
   let flags: Flags;
   try {
     ({ args, flags } = parseCommandLine(command, [...argv.slice(0, start), ...argv.slice(start + 2)]));
+    // The values given are checked before the flags missing: `--kind ftp` is the first thing to fix.
     await command.check?.(flags);
+    requireFlags(command, flags);
   } catch (error) {
     if (!(error instanceof CliError || error instanceof AppError)) throw error;
     const failure = cliFailure(error);
@@ -121,10 +123,13 @@ function parseCommandLine(command: Command, rest: string[]): { args: string[]; f
   const args = parsed.positionals;
   if (args.length < command.args.length) throw new CliError('missing_argument', `missing ${command.args.slice(args.length).join(' ')}`);
   if (args.length > command.args.length) throw new CliError('unexpected_argument', `unexpected argument "${args[command.args.length]}"`);
-  for (const [name, spec] of Object.entries(command.options)) {
-    if (spec.required && (parsed.values as Flags)[name] === undefined) throw new CliError('missing_argument', `--${name} is required`);
-  }
   return { args, flags: parsed.values as Flags };
+}
+
+function requireFlags(command: Command, flags: Flags): void {
+  for (const [name, spec] of Object.entries(command.options)) {
+    if (spec.required && flags[name] === undefined) throw new CliError('missing_argument', `--${name} is required`);
+  }
 }
 
 function usage(): string {

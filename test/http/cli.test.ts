@@ -194,6 +194,8 @@ describe('import-admin command-line mistakes (exit 2, before the store is opened
     [['team', 'create', 'a', 'b'], 'unexpected_argument', 'unexpected argument "b"; usage: import-admin team create NAME [--json]'],
     [['supplier', 'create', 'S', '--org', 'o', '--colour', 'red'], 'invalid_argument',
       'Unknown option \'--colour\'; usage: import-admin supplier create CODE --org ORG [--status ongoing|paused|complete] [--customer-emails|--no-customer-emails] [--documents-root ROOT] [--json]'],
+    [['vendor', 'create', 'v', '--kind', 'ftp'], 'invalid_argument',
+      '--kind must be one of http, stripe, got "ftp"; usage: import-admin vendor create CODE --kind http|stripe --url BASE_URL [--secret S] [--timeout-ms N] [--json]'],
     [['supplier', 'create', 'S'], 'missing_argument',
       '--org is required; usage: import-admin supplier create CODE --org ORG [--status ongoing|paused|complete] [--customer-emails|--no-customer-emails] [--documents-root ROOT] [--json]'],
     [['supplier', 'create', 'S', '--org', 'o', '--status', 'open'], 'invalid_argument',
