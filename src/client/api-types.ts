@@ -1178,7 +1178,7 @@ export interface components {
                 failed: number;
                 /** @description Marked to skip and not imported. */
                 skipped: number;
-                /** @description Records of the supplier's migration jobs that failed before their account was staged: lines that could not be read, repeated accounts, accounts that failed validation. Not among the staged accounts (so not in failed); a record fixed and staged later no longer counts. */
+                /** @description Records of the supplier's migration jobs that failed before their account was staged: lines that could not be read, repeated accounts, accounts that failed validation. Not among the staged accounts (so not in failed); a record fixed and staged later no longer counts. Dry-run (pre-flight) jobs never count. */
                 rejected: number;
             };
             /** @description The last 48 hours, oldest first, the current hour last; every hour present. */

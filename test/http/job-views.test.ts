@@ -90,6 +90,16 @@ describe('GET migration-jobs/<id>/records/search/', () => {
     // The invalid account, the unreadable line and the duplicate; the three good accounts are imported.
     assert.deepEqual(stats.json.counts, { staged: 0, in_progress: 0, imported: 3, failed: 0, skipped: 0, rejected: 3 });
   });
+
+  test('a pre-flight (dry-run) job leaves the headline counts as they were: its rejected records count nowhere', async () => {
+    const tenant = await createTenant(t);
+    const bad = accountPayload(tenant.supplier);
+    bad.customers[0]!.mobile = 'abc';
+    const { lines } = await runJobToEnd(t, tenant, [JSON.stringify({ account: bad }), '{not json', JSON.stringify({ account: accountPayload(tenant.supplier) })], { dryRun: true });
+    assert.deepEqual(lines.map((l) => l.outcome), ['failed', 'failed', 'succeeded'], 'the rehearsal ran');
+    const stats = await call(t.app, 'GET', `/v1/data-import/stats/${tenant.supplier}/`, { token: tenant.token });
+    assert.deepEqual(stats.json.counts, { staged: 0, in_progress: 0, imported: 0, failed: 0, skipped: 0, rejected: 0 });
+  });
 });
 
 describe('a job\'s failures', () => {

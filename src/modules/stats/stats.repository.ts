@@ -97,7 +97,7 @@ export async function errorGroups(db: Db, supplierId: number, maxGroups: number,
 export async function rejectedJobRecords(db: Db, supplierId: number): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n
     FROM migration_jobs AS j JOIN migration_job_records AS r ON r.job_id = j.id AND r.outcome = 'failed'
-    WHERE j.supplier_id = ${supplierId} AND (r.final_at_upload OR NOT EXISTS (SELECT 1 FROM account_imports AS a
+    WHERE j.supplier_id = ${supplierId} AND NOT j.dry_run AND (r.final_at_upload OR NOT EXISTS (SELECT 1 FROM account_imports AS a
       WHERE a.supplier_id = ${supplierId} AND a.external_account_number = r.external_account_number))`.execute(db);
   return rows[0]?.n ?? 0;
 }

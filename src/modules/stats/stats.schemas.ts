@@ -17,7 +17,8 @@ export const StatsCounts = Type.Object({
   skipped: Type.Integer({ description: 'Marked to skip and not imported.' }),
   rejected: Type.Integer({
     description: 'Records of the supplier\'s migration jobs that failed before their account was staged: lines that could not be read, '
-      + 'repeated accounts, accounts that failed validation. Not among the staged accounts (so not in failed); a record fixed and staged later no longer counts.',
+      + 'repeated accounts, accounts that failed validation. Not among the staged accounts (so not in failed); a record fixed and staged later no longer counts. '
+      + 'Dry-run (pre-flight) jobs never count.',
   }),
 });
 export type StatsCounts = Static<typeof StatsCounts>;
