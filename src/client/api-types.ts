@@ -4453,11 +4453,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "The cursor is not one this service gave.",
+                     *       "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
                      *       "code": "invalid",
                      *       "errors": [
                      *         {
-                     *           "detail": "The cursor is not one this service gave.",
+                     *           "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
                      *           "code": "invalid",
                      *           "attr": "cursor"
                      *         }
@@ -8022,11 +8022,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "The cursor is not one this service gave.",
+                     *       "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
                      *       "code": "invalid",
                      *       "errors": [
                      *         {
-                     *           "detail": "The cursor is not one this service gave.",
+                     *           "detail": "This cursor is not one the service gave; use the Link header of the previous page.",
                      *           "code": "invalid",
                      *           "attr": "cursor"
                      *         }

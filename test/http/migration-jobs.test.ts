@@ -846,6 +846,14 @@ describe('reading jobs', () => {
     const second = await call(t.app, 'GET', next, { token: tenant.token });
     assert.deepEqual(second.json.map((j: any) => j.id), [ids[0]]);
     assert.equal(second.headers.link, undefined);
+    // A cursor it did not give: not base64 JSON, a key of the wrong types, of another length (the good key with a third value).
+    const given = new URL(next, 'http://x').searchParams.get('cursor')!;
+    const longer = Buffer.from(JSON.stringify([...JSON.parse(Buffer.from(given, 'base64url').toString()), 1])).toString('base64url');
+    for (const cursor of ['nonsense', Buffer.from('["x", "y"]').toString('base64url'), longer]) {
+      const bad = await call(t.app, 'GET', `${BASE}?import_supplier=${tenant.supplier}&cursor=${cursor}`, { token: tenant.token });
+      const detail = 'This cursor is not one the service gave; use the Link header of the previous page.';
+      assert.deepEqual([bad.status, bad.json], [400, { detail, code: 'invalid', errors: [{ detail, code: 'invalid', attr: 'cursor' }] }], cursor);
+    }
     const foreign = await call(t.app, 'GET', `${BASE}?import_supplier=${(await createTenant(t)).supplier}`, { token: tenant.token });
     assert.equal(foreign.json.code, 'import_supplier_not_found');
   });

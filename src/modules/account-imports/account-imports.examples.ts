@@ -40,5 +40,4 @@ export const IMPORT_RECORDS: ImportRecord[] = [
 
 export const UNKNOWN_SUPPLIER = { detail: 'No import supplier with code "ACME".', code: 'not_found' };
 
-const CURSOR_DETAIL = 'This cursor is not one the service gave; use the Link header of the previous page.';
-export const BAD_CURSOR = { detail: CURSOR_DETAIL, code: 'invalid', errors: [{ detail: CURSOR_DETAIL, code: 'invalid', attr: 'cursor' }] };
+export { BAD_CURSOR } from '../../core/cursor.ts';

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../core/errors.ts';
+import { badCursor, cursorKey, encodeCursor } from '../../core/cursor.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { ImportRecord } from './account-imports.schemas.ts';
@@ -60,33 +61,26 @@ export interface ImportListPage { records: ImportRecord[]; nextCursor: string | 
 export async function importListPage(
   db: Kysely<Database>, caller: Caller, code: string, kind: ListKind, pageSize: number, cursor: string | undefined, failedOnly = false,
 ): Promise<ImportListPage> {
-  const after = cursor === undefined ? null : decodeCursor(cursor);
+  const after = cursor === undefined ? null : decodeListCursor(cursor);
   const supplierId = await supplierIdOf(db, caller, code);
   const rows = await listPage(db, supplierId, kind, after, pageSize + 1, failedOnly);
   const page = rows.slice(0, pageSize);
   return {
     records: page.map(toRecord),
-    nextCursor: rows.length > pageSize ? encodeCursor(positionOf(page[page.length - 1]!)) : null,
+    nextCursor: rows.length > pageSize ? encodeListCursor(positionOf(page[page.length - 1]!)) : null,
   };
 }
 
-// The cursor is opaque to clients: base64url of the last row's position.
-export function encodeCursor(position: ListPosition): string {
-  return Buffer.from(JSON.stringify([position.stagedAt, position.ext])).toString('base64url');
+export function encodeListCursor(position: ListPosition): string {
+  return encodeCursor([position.stagedAt, position.ext]);
 }
 
 const STAGED_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
-export function decodeCursor(cursor: string): ListPosition {
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    value = undefined;
+export function decodeListCursor(cursor: string): ListPosition {
+  const [stagedAt, ext] = cursorKey(cursor, 2);
+  if (typeof stagedAt === 'string' && typeof ext === 'string' && STAGED_KEY.test(stagedAt) && !Number.isNaN(Date.parse(stagedAt))) {
+    return { stagedAt, ext };
   }
-  if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string'
-    && STAGED_KEY.test(value[0]) && !Number.isNaN(Date.parse(value[0]))) {
-    return { stagedAt: value[0], ext: value[1] };
-  }
-  throw AppError.field('invalid', 'This cursor is not one the service gave; use the Link header of the previous page.', 'cursor');
+  throw badCursor();
 }

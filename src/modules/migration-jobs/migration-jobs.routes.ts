@@ -4,6 +4,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { prefersCsv } from '../../http/accept.ts';
 import { callerOf } from '../../http/auth.ts';
 import { AppError } from '../../core/errors.ts';
+import { BAD_CURSOR } from '../../core/cursor.ts';
 import { exemptFromRequestDeadline } from '../../http/request-deadline.ts';
 import { compileRequestValidator } from '../../http/validator-compiler.ts';
 import type { ServiceDeps } from '../../http/route-deps.ts';
@@ -93,9 +94,7 @@ export const migrationJobsRoutes: FastifyPluginAsync<ServiceDeps & { events: Eve
       querystring: ListJobsQuery,
       response: {
         200: answer(JobList, 'One page of the supplier\'s jobs, newest first.', [JOB], { Link: LINK_NEXT }),
-        400: refusal(['invalid'], { detail: 'The cursor is not one this service gave.', code: 'invalid', errors: [
-          { detail: 'The cursor is not one this service gave.', code: 'invalid', attr: 'cursor' }] },
-        { note: 'A query parameter is out of its bounds, or the cursor is not one the service gave.' }),
+        400: refusal(['invalid'], BAD_CURSOR, { note: 'A query parameter is out of its bounds, or the cursor is not one the service gave.' }),
       },
     },
   }, async (request, reply) => {

@@ -4,6 +4,7 @@ import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
 import { csvCell } from '../../core/csv.ts';
 import { AppError } from '../../core/errors.ts';
+import { badCursor, cursorKey, encodeCursor } from '../../core/cursor.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { JobQueue } from '../../queue/queue.ts';
@@ -99,7 +100,7 @@ export async function getJob(db: Db, caller: Caller, id: string): Promise<Job> {
 export async function listJobs(db: Db, caller: Caller, query: ListJobsQuery): Promise<{ jobs: Job[]; nextCursor: string | null }> {
   const supplier = await requireCallerSupplier(caller, query.import_supplier, 'import_supplier');
   const size = query.page_size ?? 100;
-  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const after = query.cursor === undefined ? undefined : decodeJobCursor(query.cursor);
   const rows = await repo.listJobs(db, supplier.id, size + 1, after);
   const page = rows.slice(0, size);
   // One view after another: a page of up to 100 jobs still going, each read by four statements sent
@@ -107,20 +108,18 @@ export async function listJobs(db: Db, caller: Caller, query: ListJobsQuery): Pr
   const jobs = [];
   for (const row of page) jobs.push(await jobView(db, row));
   const last = page[page.length - 1];
-  const nextCursor = rows.length > size && last ? encodeCursor(last) : null;
+  const nextCursor = rows.length > size && last ? encodeJobCursor(last) : null;
   return { jobs, nextCursor };
 }
 
-function encodeCursor(row: repo.JobRow): string {
-  return Buffer.from(JSON.stringify([row.created_at.toISOString(), row.id])).toString('base64url');
+function encodeJobCursor(row: repo.JobRow): string {
+  return encodeCursor([row.created_at.toISOString(), row.id]);
 }
 
-function decodeCursor(cursor: string): { createdAt: string; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt === 'string' && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && UUID.test(id)) return { createdAt, id };
-  } catch { /* below */ }
-  throw AppError.field('invalid', 'The cursor is not one this service gave.', 'cursor');
+function decodeJobCursor(cursor: string): { createdAt: string; id: string } {
+  const [createdAt, id] = cursorKey(cursor, 2);
+  if (typeof createdAt === 'string' && !Number.isNaN(Date.parse(createdAt)) && typeof id === 'string' && UUID.test(id)) return { createdAt, id };
+  throw badCursor();
 }
 
 /**

@@ -43,8 +43,7 @@ export const ENDPOINT_NOT_FOUND = { detail: `No webhook endpoint "${ID}".`, code
 const PRIVATE = 'Webhooks cannot be delivered to 10.0.0.1: it is a private address.';
 export const URL_NOT_ALLOWED = { detail: PRIVATE, code: 'webhook_url_not_allowed', errors: [{ detail: PRIVATE, code: 'webhook_url_not_allowed', attr: 'url' }] };
 
-const CURSOR = 'The cursor is not one this service gave.';
-export const BAD_CURSOR = { detail: CURSOR, code: 'invalid', errors: [{ detail: CURSOR, code: 'invalid', attr: 'cursor' }] };
+export { BAD_CURSOR } from '../../core/cursor.ts';
 
 export const ID_TOO_LONG = { detail: 'The request failed validation.', code: 'invalid', errors: [
   { detail: 'Ensure this field has no more than 100 characters.', code: 'max_length', attr: 'endpoint_id' }] };

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Caller } from '../../core/caller.ts';
 import type { Clock } from '../../core/clock.ts';
 import { AppError } from '../../core/errors.ts';
+import { badCursor, cursorKey, encodeCursor } from '../../core/cursor.ts';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
@@ -92,14 +93,14 @@ export async function deliveriesPage(db: Db, caller: Caller, id: string, query: 
   : Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
   await ownEndpoint(db, caller, id);
   const size = query.page_size ?? DEFAULT_DELIVERIES_PAGE_SIZE;
-  const before = query.cursor === undefined ? null : decodeCursor(query.cursor);
+  const before = query.cursor === undefined ? null : decodeDeliveryCursor(query.cursor);
   const rows = await repo.deliveriesOf(db, id, size + 1, before);
   const page = rows.slice(0, size);
   const deliveries = page.map((r) => ({
     event_id: String(r.event_id), event_type: r.event_type, attempt: r.attempt, status_code: r.status_code,
     latency_ms: r.latency_ms, error: r.error, at: utcSeconds(r.at),
   }));
-  return { deliveries, nextCursor: rows.length > size ? encodeCursor(page[page.length - 1]!.id) : null };
+  return { deliveries, nextCursor: rows.length > size ? encodeDeliveryCursor(page[page.length - 1]!.id) : null };
 }
 
 async function ownEndpoint(db: Db, caller: Caller, id: string): Promise<repo.EndpointRow> {
@@ -136,14 +137,12 @@ function toEndpoint(row: repo.EndpointRow): WebhookEndpoint {
   };
 }
 
-function encodeCursor(id: number): string {
-  return Buffer.from(JSON.stringify([id])).toString('base64url');
+function encodeDeliveryCursor(id: number): string {
+  return encodeCursor([id]);
 }
 
-function decodeCursor(cursor: string): number {
-  try {
-    const [id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (Number.isSafeInteger(id) && (id as number) > 0) return id as number;
-  } catch { /* below */ }
-  throw AppError.field('invalid', 'The cursor is not one this service gave.', 'cursor');
+function decodeDeliveryCursor(cursor: string): number {
+  const [id] = cursorKey(cursor, 1);
+  if (Number.isSafeInteger(id) && (id as number) > 0) return id as number;
+  throw badCursor();
 }
