@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import {
   blockedReason, createDeliveryAgents, createWebhook, deleteWebhook, deliverBatch, deliverOnce, enableWebhook, FANOUT_QUEUE, GATHER_SECONDS,
-  listWebhooks, MAX_ATTEMPTS, postWebhook, retryDelayMs, runRetention, webhookDeliveries,
+  listWebhooks, MAX_ATTEMPTS, PARALLEL_ATTEMPTS, postWebhook, retryDelayMs, runRetention, webhookDeliveries,
 } from '../../src/modules/webhooks/index.ts';
 import { QUEUE_SCHEMA } from '../../src/queue/queue.ts';
 import { eventsOf } from '../support/events.ts';
@@ -123,6 +123,19 @@ describe('webhook deliveries (D13)', () => {
     assert.ok(Date.now() - started >= 290 && latencyMs >= 290, `gave up after ${latencyMs} ms`);
     assert.equal(receiver.received.length, 1, 'the delivery was sent');
     receiver.release();
+  });
+
+  test('the pool has a socket for every attempt the workers make at once: none waits for one, and none is failed unsent', async () => {
+    // A slow receiver (one organisation's, say) on a host others deliver to as well: every attempt
+    // the workers make at once is sent at once, so each is answered within its own deadline.
+    const receiver = await startReceiver();
+    receiver.delayMs = 1000;
+    const agents = createDeliveryAgents();
+    after(() => agents.destroy());
+    const results = await Promise.all(Array.from({ length: PARALLEL_ATTEMPTS }, () =>
+      postWebhook(receiver.url, '{}', { 'content-type': 'application/json' }, { allowPrivateNetworks: true, agents, timeoutMs: 1800 })));
+    assert.deepEqual(results.map((r) => r.error ?? r.status).filter((r) => r !== 200), []);
+    assert.equal(receiver.received.length, PARALLEL_ATTEMPTS);
   });
 
   test('a delivery given no time-out of its own waits 10 s for the answer, on a set clock', async (ctx) => {
@@ -401,7 +414,11 @@ describe('webhook deliveries (D13)', () => {
     // Both attempts reached the receiver and were answered 200: both were delivered, though only
     // the endpoint that still exists keeps a log of it.
     assert.deepEqual(await batch, ['delivered', 'delivered']);
-    assert.deepEqual((await deliveriesOf(kept.webhook, 1)).map((r) => [r.event, r.attempt, r.status_code]), [[event.id, 1, 200]]);
+    const [log] = await deliveriesOf(kept.webhook, 1);
+    assert.deepEqual([log!.event, log!.attempt, log!.status_code], [event.id, 1, 200]);
+    // Its time is when the attempt was made, before the receiver had it, not when the batch was logged.
+    const arrived = Math.min(...receiver.received.map((r) => r.at));
+    assert.ok(Date.parse(log!.at) <= arrived, `logged at ${log!.at}, received at ${new Date(arrived).toISOString()}`);
     const orphans = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${deleted.webhook}`.execute(db);
     assert.equal(orphans.rows[0]!.n, 0);
   });

@@ -9,5 +9,5 @@ export { ENDPOINT, UPDATED_ENDPOINT } from './webhook-endpoints.examples.ts';
 export { webhookEndpointsRoutes } from './webhook-endpoints.routes.ts';
 export { createWebhookFanout, FANOUT_QUEUE, GATHER_SECONDS, type WebhookFanout } from './webhook-fanout.ts';
 export * from './webhooks.service.ts';
-export { createDeliveryAgents, postWebhook } from './webhook-http.ts';
+export { createDeliveryAgents, PARALLEL_ATTEMPTS, postWebhook } from './webhook-http.ts';
 export { defineWebhookQueues, startWebhookWorkers } from './webhooks.worker.ts';

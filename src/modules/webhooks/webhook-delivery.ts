@@ -71,14 +71,15 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: DeliveryJob[]): Pro
     if (logged.has(attemptKey(job))) return { job, status: logged.get(attemptKey(job)) ?? null, log: null };
     const row = events.get(job.event_id);
     if (!row) return null; // older than the retention period
-    const result = await attempt(deps, endpoints.get(job.endpoint_id)!, row, signerOf);
+    const at = deps.clock.now();
+    const result = await attempt(deps, endpoints.get(job.endpoint_id)!, row, signerOf, at);
     if (result.refused) {
       deps.logger.warn({ endpoint_id: job.endpoint_id, event_id: job.event_id, attempt: job.attempt, reason: result.error },
         'webhook delivery refused: the endpoint\'s address is not one the service may deliver to');
     }
     const log = {
       endpoint_id: job.endpoint_id, event_id: job.event_id, event_type: row.type, attempt: job.attempt,
-      status_code: result.status, latency_ms: result.latencyMs, error: result.error ?? (isSuccess(result.status) ? null : `HTTP ${result.status}`),
+      status_code: result.status, latency_ms: result.latencyMs, error: result.error ?? (isSuccess(result.status) ? null : `HTTP ${result.status}`), at,
     };
     return { job, status: result.status, log };
   }));
@@ -101,10 +102,9 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: DeliveryJob[]): Pro
 
 const attemptKey = (d: { endpoint_id: string; event_id: number | string; attempt: number }) => `${d.endpoint_id}:${d.event_id}:${d.attempt}`;
 
-function attempt(deps: DeliveryDeps, endpoint: repo.EndpointRow, row: repo.DeliverableEvent, signerOf: (secret: string) => Signer): Promise<AttemptResult> {
+function attempt(deps: DeliveryDeps, endpoint: repo.EndpointRow, row: repo.DeliverableEvent, signerOf: (secret: string) => Signer, now: Date): Promise<AttemptResult> {
   const body = bodyOf(row);
   const msgId = String(row.id);
-  const now = deps.clock.now();
   const timestamp = Math.floor(now.getTime() / 1000);
   const headers = {
     'content-type': 'application/json',

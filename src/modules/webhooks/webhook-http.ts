@@ -15,7 +15,14 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 // share a socket. An idle socket is closed after 4 s, before a receiver's usual 5 s keep-alive ends.
 // The pools belong to the delivery workers that made them (startWebhookWorkers), which close them
 // when they stop: no pool outlives its workers, none is shared through the module.
-const agentOptions = { keepAlive: true, maxSockets: 32, maxFreeSockets: 32, timeout: 4000 };
+//
+// A pool has a socket for every attempt its workers make at once, whatever the host: an attempt that
+// waited in the pool for a socket would spend its 10 s there, and be logged as the receiver's
+// failure without having been sent. With fewer sockets, one organisation's slow receiver held them
+// all, and another organisation's deliveries to the same host (a shared relay) timed out unsent.
+/** The most attempts the delivery workers of one process make at once (two batches of fifty). */
+export const PARALLEL_ATTEMPTS = 100;
+const agentOptions = { keepAlive: true, maxSockets: PARALLEL_ATTEMPTS, maxFreeSockets: 32, timeout: 4000 };
 
 type AgentPair = { http: HttpAgent; https: HttpsAgent };
 export interface DeliveryAgents {

@@ -89,13 +89,14 @@ export function findDeliveries(db: Db, attempts: Array<{ endpoint_id: string; ev
  * each endpoint row is locked against deletion for the insert, so one deleted by a transaction
  * that committed meanwhile is skipped instead of failing the whole batch on the foreign key.
  */
-export async function logDeliveries(db: Db, rows: Array<Omit<DeliveryRow, 'id' | 'at'>>): Promise<void> {
+/** Attempts to log; `at` is when the attempt was made (a batch is logged when its slowest attempt ends). */
+export async function logDeliveries(db: Db, rows: Array<Omit<DeliveryRow, 'id'>>): Promise<void> {
   if (rows.length === 0) return;
-  // The rows read through the table's own row type (id and at are left to their defaults).
+  // The rows read through the table's own row type (id is left to its default).
   await sql`WITH r AS (SELECT * FROM jsonb_populate_recordset(NULL::webhook_deliveries, ${JSON.stringify(rows)}::jsonb)),
     live AS (SELECT e.id FROM webhook_endpoints e WHERE e.id IN (SELECT endpoint_id FROM r) FOR KEY SHARE)
-    INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, attempt, status_code, latency_ms, error)
-    SELECT r.endpoint_id, r.event_id, r.event_type, r.attempt, r.status_code, r.latency_ms, r.error
+    INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, attempt, status_code, latency_ms, error, at)
+    SELECT r.endpoint_id, r.event_id, r.event_type, r.attempt, r.status_code, r.latency_ms, r.error, r.at
     FROM r WHERE r.endpoint_id IN (SELECT id FROM live)
     ON CONFLICT (endpoint_id, event_id, attempt) DO NOTHING`.execute(db);
 }

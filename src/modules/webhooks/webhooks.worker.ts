@@ -6,7 +6,7 @@ import type { JobQueue } from '../../queue/queue.ts';
 import { deliverBatch, DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
 import { FANOUT_QUEUE, type WebhookFanout } from './webhook-fanout.ts';
 import { RETENTION_CRON, RETENTION_QUEUE, runRetention } from './retention.job.ts';
-import { createDeliveryAgents, DELIVERY_TIMEOUT_MS } from './webhook-http.ts';
+import { createDeliveryAgents, DELIVERY_TIMEOUT_MS, PARALLEL_ATTEMPTS } from './webhook-http.ts';
 
 // Webhooks and event retention on the job queue (D13). Three queues:
 // - webhook_fanout {}: new events → delivery jobs (webhook-fanout.ts); also scheduled every minute;
@@ -31,6 +31,7 @@ export async function defineWebhookQueues(queue: JobQueue): Promise<void> {
 
 /** Delivery jobs one worker takes at a time: each is mostly waiting on a remote server, so many run at once. */
 const DELIVERY_BATCH = 50;
+const DELIVERY_WORKERS = PARALLEL_ATTEMPTS / DELIVERY_BATCH;
 
 export async function startWebhookWorkers({ db, queue, config, logger, clock, fanout }: {
   db: Kysely<Database>; queue: JobQueue; config: WebhooksConfig; logger: WebhooksLogger; clock: Clock;
@@ -50,7 +51,8 @@ export async function startWebhookWorkers({ db, queue, config, logger, clock, fa
   const deps = {
     db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks, logger, clock, agents,
   };
-  const workers = Math.max(1, Math.min(2, config.workerConcurrency));
+  // Never more attempts at once than the pools have sockets (webhook-http.ts).
+  const workers = Math.max(1, Math.min(DELIVERY_WORKERS, config.workerConcurrency));
   await queue.workBatches<DeliveryJob>(DELIVERY_QUEUE, { concurrency: workers * DELIVERY_BATCH, batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5 },
     async (jobs) => {
       try {
