@@ -116,6 +116,17 @@ describe('POST migration-jobs/', () => {
     });
   });
 
+  test('a team named with 200 characters, as long as a team name may be, runs jobs; 201 is max_length', async () => {
+    const tenant = await createTenant(t);
+    const { operations_team: team } = await admin.createTeam(db, `${unique('T')}-`.padEnd(200, 'x'));
+    assert.equal(team.length, 200);
+    const post = (name: string) => call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: name } });
+    const created = await post(team);
+    assert.deepEqual([created.status, created.json.operations_team_name], [201, team]);
+    const long = await post(`${team}x`);
+    assert.deepEqual([long.status, long.json.errors], [400, [{ code: 'max_length', attr: 'operations_team_name', detail: 'Ensure this field has no more than 200 characters.' }]]);
+  });
+
   test('400s: body rules, unknown or foreign supplier, complete supplier, unknown team', async () => {
     const tenant = await createTenant(t);
     const other = await createTenant(t);

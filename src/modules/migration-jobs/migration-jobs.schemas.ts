@@ -60,7 +60,8 @@ export type ControlTotals = Static<typeof ControlTotals>;
 
 export const CreateJobBody = Type.Object({
   import_supplier: ImportSupplierCode,
-  operations_team_name: RequiredText(100, { description: 'The operations team the accounts are created for.' }),
+  // As long as a team's name may be (import-admin) and an account's request takes it: 200.
+  operations_team_name: RequiredText(200, { description: 'The operations team the accounts are created for.' }),
   dry_run: Type.Optional(Type.Boolean({ description: 'A pre-flight: run every step of every record with the real rules, against the store as it is, and roll each record back. Nothing is written but the job and its results; the real run of the same file gives each record the same outcome.' })),
   not_before: Type.Optional(Nullable(UtcDateTime, 'No record starts before this time (UTC, with Z).')),
   not_after: Type.Optional(Nullable(UtcDateTime, 'Records not started by this time are cancelled with migration_window_closed. Must be after not_before and in the future (invalid_date_range).')),
