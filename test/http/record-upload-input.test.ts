@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
+import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { constants, createGzip, gzipSync, inflateRawSync } from 'node:zlib';
@@ -154,6 +155,29 @@ describe('gzip that is not gzip', () => {
     assert.ok(complete > 0 && complete < 1000, String(complete));
     assert.deepEqual(await upload(id, cut, { 'content-encoding': 'gzip' }), { status: 400, json: NOT_GZIP(complete, complete) });
     assert.equal((await countsOf(id)).total, complete);
+  });
+
+  test('a gzipped upload that waits on back-pressure many times keeps every line and leaves no listener behind', async () => {
+    // Stored, not compressed, and sent in 40 pieces each larger than gunzip takes at once (16 KiB):
+    // every piece makes the upload wait for gunzip. A wait that left a listener on it piles up 40,
+    // and Node warns past 10.
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const id = await newJob();
+      const gzipped = gzipSync(`${goodLines(300).join('\n')}\n`, { level: 0 });
+      const piece = Math.ceil(gzipped.length / 40);
+      assert.ok(piece > 16 * 1024, String(piece));
+      const pieces = Array.from({ length: 40 }, (_, i) => gzipped.subarray(i * piece, (i + 1) * piece));
+      const res = await t.app.inject({ method: 'POST', url: `${BASE}${id}/records/`, payload: Readable.from(pieces),
+        headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' } });
+      assert.deepEqual({ status: res.statusCode, json: res.json() }, { status: 200, json: { received: 300, total_records: 300 } });
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message), []);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 
   test('the JSON endpoints answer 400 parse_error for bytes that are not gzip, or a gzip cut short', async () => {

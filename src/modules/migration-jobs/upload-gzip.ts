@@ -1,4 +1,4 @@
-import { createGunzip } from 'node:zlib';
+import { createGunzip, type Gunzip } from 'node:zlib';
 import { readAhead } from './upload-read-ahead.ts';
 
 // A records upload sent with Content-Encoding: gzip, inflated as it arrives. Bytes that are not gzip,
@@ -23,7 +23,7 @@ export async function* gunzipped(source: AsyncIterable<Buffer>): AsyncGenerator<
     try {
       for await (const chunk of source) {
         if (gunzip.destroyed) return;
-        if (!gunzip.write(chunk)) await new Promise((resolve) => { gunzip.once('drain', resolve); gunzip.once('close', resolve); });
+        if (!gunzip.write(chunk)) await drainedOrClosed(gunzip);
       }
     } catch (error) {
       requestFailure = error;
@@ -40,6 +40,20 @@ export async function* gunzipped(source: AsyncIterable<Buffer>): AsyncGenerator<
     gunzip.destroy();
   }
   if (requestFailure) throw requestFailure;
+}
+
+// Back-pressure: wait until gunzip takes more, or is gone. Both listeners are removed on either, so a
+// large upload, which waits thousands of times, does not pile up listeners on the stream.
+function drainedOrClosed(stream: Gunzip): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  });
 }
 
 // zlib's own failures carry its code: Z_DATA_ERROR (not gzip, a bad checksum), Z_BUF_ERROR (cut short).
