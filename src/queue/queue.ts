@@ -4,7 +4,7 @@ import PgBoss from 'pg-boss';
 import { retryableStoreFailure } from '../db/errors.ts';
 import type { Database } from '../db/schema.ts';
 import type { Store } from '../db/store.ts';
-import { startSharedWorker, type SharedWorker } from './shared-work.ts';
+import { organisationIndexSql, startSharedWorker, type FetchedJob, type SharedWorker, type SharedWorkOptions } from './shared-work.ts';
 
 // The job queue (D11 "Workers"): pg-boss over the store, on PostgreSQL and on the embedded PGlite
 // alike. pg-boss talks to the database only through `executeSql(text, values)`, so it gets an
@@ -51,11 +51,10 @@ export interface WorkOptions {
    */
   batchSize?: number;
   /**
-   * The job data's field naming whom a job is for (an organisation). Set, the instance's workers of
-   * the queue are shared out between them, in turn and at most half each while another waits
-   * (shared-work.ts); jobs are then fetched, and completed, one job at a time.
+   * The instance's workers of the queue are shared out between the organisations the jobs are for
+   * (the `org` of their data), in turn and at most half each while another waits (shared-work.ts).
    */
-  shareBy?: string;
+  shared?: boolean;
 }
 
 export interface QueueOptions {
@@ -79,7 +78,7 @@ export interface JobQueue {
    * As work, with `batchSize` jobs a fetch handed to one call together: for jobs whose store work is
    * best done once per batch (webhook deliveries). The batch succeeds or fails as one.
    */
-  workBatches<T>(name: string, options: Omit<WorkOptions, 'shareBy'> & { batchSize: number }, handler: BatchHandler<T>): Promise<string>;
+  workBatches<T>(name: string, options: WorkOptions & { batchSize: number }, handler: BatchHandler<T>): Promise<string>;
   /** Stops this instance's workers of the queue and waits (up to timeoutMs) for their jobs in hand. */
   offWork(name: string, timeoutMs?: number): Promise<void>;
   schedule(name: string, cron: string, data?: object): Promise<void>;
@@ -227,11 +226,19 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
     }
   }
 
+  /** Starts the instance's one shared fetch loop for the queue (shared-work.ts). */
+  function shareOut<T>(name: string, work: Omit<SharedWorkOptions, 'name'>, run: (jobs: Array<FetchedJob<T>>) => Promise<void>): void {
+    shared.set(name, startSharedWorker<T>(boss, store.db, QUEUE_SCHEMA, { name, ...work }, run, (error) => options.onError?.(error)));
+  }
+
   const queue: JobQueue = {
     boss,
     async start() {
       stopped = false;
-      await installing(() => boss.start());
+      await installing(async () => {
+        await boss.start();
+        await store.withSession((run) => run(organisationIndexSql(QUEUE_SCHEMA)));
+      });
     },
     async stop(timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
@@ -275,7 +282,7 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       }));
       await boss.insert(jobs, trx ? { db: adapterFor(trx) } : {});
     },
-    async work<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize = 1, shareBy }: WorkOptions, handler: JobHandler<T>) {
+    async work<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize = 1, shared: fairShares = false }: WorkOptions, handler: JobHandler<T>) {
       const size = Math.max(1, Math.min(batchSize, concurrency));
       const run = async (job: Fetched<T>) => {
         held(name, 1);
@@ -285,9 +292,8 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
           held(name, -1);
         }
       };
-      if (shareBy !== undefined) {
-        shared.set(name, startSharedWorker<T>(boss, store.db, QUEUE_SCHEMA,
-          { name, shareBy, concurrency, batchSize: size, pollingIntervalSeconds }, run, (error) => options.onError?.(error)));
+      if (fairShares) {
+        shareOut<T>(name, { concurrency, batchSize: size, pollingIntervalSeconds, together: false }, (jobs) => run(jobs[0]!));
         return name;
       }
       const withMetadata: StartWorker<Fetched<T>> = (options, onJobs) => boss.work<T>(name, { ...options, includeMetadata: true }, onJobs);
@@ -319,8 +325,19 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       });
       return name;
     },
-    async workBatches<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize }: WorkOptions & { batchSize: number }, handler: BatchHandler<T>) {
+    async workBatches<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize, shared: fairShares = false }: WorkOptions & { batchSize: number }, handler: BatchHandler<T>) {
       const size = Math.max(1, Math.min(batchSize, concurrency));
+      if (fairShares) {
+        shareOut<T>(name, { concurrency, batchSize: size, pollingIntervalSeconds, together: true }, async (jobs) => {
+          held(name, jobs.length);
+          try {
+            await store.background(() => handler(jobs.map((job) => job.data)));
+          } finally {
+            held(name, -jobs.length);
+          }
+        });
+        return name;
+      }
       // A batch handler is given the jobs' data only: pg-boss's other columns (a dozen, half of them
       // timestamps to parse) are not fetched.
       const dataOnly: StartWorker<PgBoss.Job<T>> = (options, onJobs) => boss.work<T>(name, options, onJobs);

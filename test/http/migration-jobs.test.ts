@@ -926,7 +926,7 @@ describe('the record queue\'s shares between organisations', () => {
     const inHand: number[] = [];
     let release!: () => void;
     const released = new Promise<void>((resolve) => { release = resolve; });
-    await t.queue.work<{ org: number }>(name, { concurrency: 4, batchSize: 2, pollingIntervalSeconds: 0.5, shareBy: 'org' }, async (job) => {
+    await t.queue.work<{ org: number }>(name, { concurrency: 4, batchSize: 2, pollingIntervalSeconds: 0.5, shared: true }, async (job) => {
       inHand.push(job.data.org);
       await released;
     });

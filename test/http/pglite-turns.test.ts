@@ -69,7 +69,7 @@ describe('PGlite\'s one session in turns: requests before background work', { sk
   // migration records), a fetched batch a call (webhook deliveries).
   const starters: Array<[string, (queue: JobQueue, name: string, handle: () => Promise<void>) => Promise<unknown>]> = [
     ['work', (queue, name, handle) => queue.work(name, { concurrency: 1, pollingIntervalSeconds: 0.5 }, handle)],
-    ['work shared between owners', (queue, name, handle) => queue.work(name, { concurrency: 2, pollingIntervalSeconds: 0.5, shareBy: 'org' }, handle)],
+    ['work shared between owners', (queue, name, handle) => queue.work(name, { concurrency: 2, pollingIntervalSeconds: 0.5, shared: true }, handle)],
     ['workBatches', (queue, name, handle) => queue.workBatches(name, { concurrency: 1, pollingIntervalSeconds: 0.5, batchSize: 1 }, handle)],
   ];
   for (const [how, start] of starters) {

@@ -28,8 +28,8 @@ describe('fetching for shared workers', () => {
   after(async () => {
     for (const { name, id } of created) await t.queue.boss.deleteJob(name, id);
   });
-  const send = async (name: string, data: Data) => {
-    const id = (await t.queue.send<Data>(name, data))!;
+  const send = async (name: string, data: Data, startAfter?: Date) => {
+    const id = (await t.queue.send<Data>(name, data, { startAfter }))!;
     created.push({ name, id });
     return id;
   };
@@ -43,7 +43,7 @@ describe('fetching for shared workers', () => {
       for (let i = 0; i < n; i++) await send(name, { org: Number(org) });
     }
     const fetch = async (held: Record<number, number>, limit: number) => {
-      const jobs = await fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name, shareBy: 'org', concurrency: CONCURRENCY },
+      const jobs = await fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name, concurrency: CONCURRENCY },
         new Map(Object.entries(held)), limit);
       return jobs.map((job) => job.data.org);
     };
@@ -53,7 +53,7 @@ describe('fetching for shared workers', () => {
 
   test('with nothing in hand and two owners waiting, owners are served in turn, whoever queued first', async () => {
     const q = await queued({ 1: 6, 2: 6 });
-    const [first] = await fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name: q.name, shareBy: 'org', concurrency: CONCURRENCY }, new Map(), 1);
+    const [first] = await fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name: q.name, concurrency: CONCURRENCY }, new Map(), 1);
     assert.deepEqual(first?.data, { org: 1 });
     // Taken as pg-boss's own fetch takes a job: active, its retry count untouched.
     assert.equal((await t.queue.boss.getJobById(q.name, first!.id))?.state, 'active');
@@ -86,5 +86,17 @@ describe('fetching for shared workers', () => {
     // Once another owner has a job waiting, the one alone is past its share: only the newcomer's job is taken.
     await send(q.name, { org: 2 });
     assert.deepEqual(await q.fetch({ 1: alone }, 50), [2]);
+  });
+
+  test('jobs not yet due are passed over: they hide no due job of their organisation, and an organisation with none due is not waiting', async () => {
+    const q = await queued({});
+    const later = new Date(Date.now() + 3_600_000);
+    // Organisation 1's retries, due in an hour, queued before its one job due now; organisation 2 has only retries.
+    for (let i = 0; i < 5; i++) await send(q.name, { org: 1 }, later);
+    await send(q.name, { org: 1 });
+    for (let i = 0; i < 5; i++) await send(q.name, { org: 2 }, later);
+    // Organisation 1 holds more than half: it is alone with jobs due, so it may take all but one.
+    assert.deepEqual(await q.fetch({ 1: sharesOf(CONCURRENCY).shared }, 50), [1]);
+    assert.deepEqual(await q.fetch({}, 50), []);
   });
 });

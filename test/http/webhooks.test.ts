@@ -138,6 +138,33 @@ describe('webhook deliveries (D13)', () => {
     assert.equal(receiver.received.length, PARALLEL_ATTEMPTS);
   });
 
+  test('one organisation\'s receivers that never answer hold at most half the delivery workers: another organisation\'s ping goes at once', async () => {
+    // 150 pings to a receiver that holds every request open until its 10 s time-out: more than the
+    // 100 attempts the workers make at once. Taken oldest first, they would hold every worker, and
+    // the other organisation's ping would wait 10 s for the first of them to end.
+    const slow = await createTenant(t);
+    const hanging = await startReceiver([], 'hang');
+    const held = await webhookFor(slow, hanging, 'migration_job.cancelled');
+    try {
+      for (let i = 0; i < 150; i++) {
+        assert.equal((await call(t.app, 'POST', `/v1/data-import/webhook-endpoints/${held.webhook}/test/`, { token: slow.token })).status, 202);
+      }
+      await hanging.waitFor(PARALLEL_ATTEMPTS / 2);
+      const other = await createTenant(t);
+      const receiver = await startReceiver();
+      const hook = await webhookFor(other, receiver, 'migration_job.cancelled');
+      const asked = Date.now();
+      assert.equal((await call(t.app, 'POST', `/v1/data-import/webhook-endpoints/${hook.webhook}/test/`, { token: other.token })).status, 202);
+      const [ping] = await receiver.waitFor(1, 5000);
+      assert.ok(ping!.at - asked < 5000, `the ping arrived after ${ping!.at - asked} ms`);
+      assert.ok(hanging.received.length < 150, 'the slow organisation\'s pings were still waiting');
+    } finally {
+      await deleteWebhook(db, held.webhook);
+      hanging.then = 200;
+      hanging.release();
+    }
+  });
+
   test('no answer (connection refused) and a redirect are failed attempts; the redirect is not followed', async () => {
     const tenant = await createTenant(t);
     const receiver = await startReceiver([302]);

@@ -47,7 +47,7 @@ export async function startMigrationWorkers({ db, events, queue, clock, config, 
   await queue.work<{ job_id: string }>(WINDOW_QUEUE, { concurrency: 1, pollingIntervalSeconds: 1 }, async (job) => {
     await closeWindow(deps, job.data.job_id);
   });
-  await queue.work<RecordJobData>(RECORD_QUEUE, { concurrency, pollingIntervalSeconds: 0.5, batchSize: RECORD_BATCH, shareBy: 'org' }, async (job) => {
+  await queue.work<RecordJobData>(RECORD_QUEUE, { concurrency, pollingIntervalSeconds: 0.5, batchSize: RECORD_BATCH, shared: true }, async (job) => {
     await runRecordJob(deps, config, logger, job.data, job);
   });
   return {

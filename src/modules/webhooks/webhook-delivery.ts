@@ -26,7 +26,12 @@ export function retryDelayMs(attempt: number, baseMs: number): number {
   return baseMs * BACKOFF_FACTOR ** (attempt - 1);
 }
 
-export interface DeliveryJob { endpoint_id: string; event_id: number; attempt: number }
+/**
+ * `org` is the endpoint's organisation: the delivery workers are shared out between organisations, so
+ * one whose receivers are slow or never answer cannot hold them all (a job queued before it was kept
+ * has none, and shares with the others that have none).
+ */
+export interface DeliveryJob { endpoint_id: string; event_id: number; attempt: number; org?: number }
 
 export interface DeliveryDeps {
   db: Kysely<Database>;

@@ -81,7 +81,7 @@ export async function sendPing(deps: EndpointsDeps, caller: Caller, id: string):
   await ownEndpoint(deps.db, caller, id);
   const ping = await deps.db.transaction().execute(async (trx) => {
     const event = await insertPing(trx);
-    const job: DeliveryJob = { endpoint_id: id, event_id: event.id, attempt: 1 };
+    const job: DeliveryJob = { endpoint_id: id, event_id: event.id, attempt: 1, org: caller.organisationId };
     await deps.queue.send(DELIVERY_QUEUE, job, { trx, id: jobIdOf(job), ...DELIVERY_JOB_POLICY });
     return event;
   });

@@ -89,7 +89,7 @@ async function fanOutBatch(trx: Transaction<Database>, queue: JobQueue): Promise
       // An endpoint receives the events recorded since it was created or last enabled again, not the
       // history before it nor what happened while it was disabled.
       if (event.created_at < endpoint.enabled_at) continue;
-      jobs.push({ endpoint_id: endpoint.id, event_id: event.id, attempt: 1 });
+      jobs.push({ endpoint_id: endpoint.id, event_id: event.id, attempt: 1, org: endpoint.organisation_id });
     }
   }
   await queue.sendMany(DELIVERY_QUEUE, jobs, { trx, ...DELIVERY_JOB_POLICY });

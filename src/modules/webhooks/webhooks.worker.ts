@@ -10,7 +10,7 @@ import { createDeliveryAgents, DELIVERY_TIMEOUT_MS, PARALLEL_ATTEMPTS } from './
 
 // Webhooks and event retention on the job queue (D13). Three queues:
 // - webhook_fanout {}: new events → delivery jobs (webhook-fanout.ts); also scheduled every minute;
-// - webhook_delivery {endpoint_id, event_id, attempt}: one HTTP attempt (webhook-delivery.ts);
+// - webhook_delivery {endpoint_id, event_id, attempt, org}: one HTTP attempt (webhook-delivery.ts);
 // - events_retention {}: daily, deletes old events and delivery log rows (retention.job.ts).
 
 export type WebhooksConfig = Pick<Config, 'webhookRetryBaseMs' | 'webhookAllowPrivateNetworks' | 'eventsRetentionDays' | 'workerConcurrency'>;
@@ -44,16 +44,17 @@ export async function startWebhookWorkers({ db, queue, config, logger, clock, fa
     logger.info({ removed, retention_days: config.eventsRetentionDays }, 'events retention ran');
   });
 
-  // pg-boss runs one fetch per worker per polling interval; a batch per fetch keeps deliveries from
-  // being limited to two a second per worker. The batch's jobs run side by side, and the store work
-  // is done once per batch (webhook-delivery.ts deliverBatch).
+  // Deliveries are fetched in batches, shared out between organisations: one whose receivers take
+  // their whole 10 s (or queued thousands of events) holds at most half of the attempts in hand while
+  // another's wait, so another organisation's deliveries start at once. A batch's jobs run side by
+  // side, and the store work is done once per batch (webhook-delivery.ts deliverBatch).
   const agents = createDeliveryAgents();
   const deps = {
     db, queue, retryBaseMs: config.webhookRetryBaseMs, allowPrivateNetworks: config.webhookAllowPrivateNetworks, logger, clock, agents,
   };
   // Never more attempts at once than the pools have sockets (webhook-http.ts).
   const workers = Math.max(1, Math.min(DELIVERY_WORKERS, config.workerConcurrency));
-  await queue.workBatches<DeliveryJob>(DELIVERY_QUEUE, { concurrency: workers * DELIVERY_BATCH, batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5 },
+  await queue.workBatches<DeliveryJob>(DELIVERY_QUEUE, { concurrency: workers * DELIVERY_BATCH, batchSize: DELIVERY_BATCH, pollingIntervalSeconds: 0.5, shared: true },
     async (jobs) => {
       try {
         await deliverBatch(deps, jobs);
