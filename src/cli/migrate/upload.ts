@@ -30,6 +30,8 @@ export class FileReadError extends Error {
 }
 
 const NEWLINE = 0x0a;
+/** A byte that makes its line a record: anything but a newline, space, tab or CR (a blank line is only those, as the service counts). */
+const isContent = (byte: number) => byte !== NEWLINE && byte !== 0x20 && byte !== 0x09 && byte !== 0x0d;
 
 export const isGzip = (file: string): boolean => file.endsWith('.gz');
 
@@ -45,7 +47,7 @@ export async function* linesAfter(source: AsyncIterable<Buffer>, skip: number): 
       if (byte === NEWLINE) {
         if (content) seen++;
         content = false;
-      } else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) {
+      } else if (isContent(byte)) {
         content = true;
       }
     }
@@ -71,7 +73,7 @@ export async function countLines(file: string): Promise<number> {
   for await (const chunk of fileBytes(file, () => {})) {
     for (const byte of chunk) {
       if (byte === NEWLINE) { if (content) count++; content = false; }
-      else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) content = true;
+      else if (isContent(byte)) content = true;
     }
   }
   return content ? count + 1 : count;
@@ -88,15 +90,15 @@ export async function lineAt(file: string, line: number): Promise<string | null>
     for (let end = chunk.indexOf(NEWLINE); ; end = chunk.indexOf(NEWLINE, start)) {
       parts.push(chunk.subarray(start, end < 0 ? chunk.length : end));
       if (end < 0) break;
-      const text = Buffer.concat(parts).toString('utf8');
-      if (/[^ \t\r]/.test(text)) return text.replace(/^\uFEFF/, '');
+      if (parts.some((part) => part.some(isContent))) return recordText(parts);
       parts = [];
       start = end + 1;
     }
   }
-  const last = Buffer.concat(parts).toString('utf8');
-  return /[^ \t\r]/.test(last) ? last.replace(/^\uFEFF/, '') : null;
+  return parts.some((part) => part.some(isContent)) ? recordText(parts) : null;
 }
+
+const recordText = (parts: Buffer[]) => Buffer.concat(parts).toString('utf8').replace(/^\uFEFF/, '');
 
 /** FILE's bytes (decompressed when gzipped); a read error is a FileReadError, whoever reads them. */
 async function* fileBytes(file: string, onRead: (bytes: number) => void): AsyncGenerator<Buffer> {
