@@ -19,6 +19,9 @@ export function pathOf(instancePath: string): string[] {
   return instancePath.slice(1).split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
+/** A field the operation does not take (JSON Schema's additionalProperties). */
+export const UNKNOWN_FIELD_DETAIL = 'This field is not part of the documented payload and must not be sent.';
+
 export function attrOf(parts: string[]): string {
   return parts.length === 0 ? 'non_field_errors' : parts.join('.');
 }
@@ -33,7 +36,7 @@ function toFieldError(e: ErrorObject): FieldError | null {
     case 'additionalProperties':
       return {
         code: 'unknown_field',
-        detail: 'This field is not part of the documented payload and must not be sent.',
+        detail: UNKNOWN_FIELD_DETAIL,
         attr: attrOf([...path, String(params.additionalProperty)]),
       };
     case 'type':

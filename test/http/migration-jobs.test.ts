@@ -456,6 +456,27 @@ describe('running a job', () => {
     assert.deepEqual(vendor.requests.filter((r) => r.authorization === `Bearer ${secret}`), []);
   });
 
+  test('a record\'s payment instruction naming an account or a supplier is refused at those fields; no other account gets it', async () => {
+    const tenant = await createTenant(t);
+    const vendorCode = await createVendor();
+    const reference = unique('PI');
+    vendor.set(reference, 'found');
+    const [victim, own] = [accountPayload(tenant.supplier), accountPayload(tenant.supplier)];
+    const job = await newJob(tenant);
+    await upload(tenant, job.id, [
+      { account: victim },
+      { account: own, payment_instruction: { vendor: vendorCode, reference, type: 'CARD', external_account_number: victim.external_account_number, import_supplier: tenant.supplier } },
+    ]);
+    await action(tenant, job.id, 'start');
+    assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 2, succeeded: 1, failed: 1 });
+    const [first, second] = await resultsOf(tenant, job.id);
+    const unknown = (attr: string) => ({ code: 'unknown_field', attr, detail: 'This field is not part of the documented payload and must not be sent.' });
+    assert.deepEqual([second.outcome, second.step, second.errors], ['failed', 'payment_instruction',
+      [unknown('payment_instruction.import_supplier'), unknown('payment_instruction.external_account_number')]]);
+    assert.equal(await rowsOf('payment_instructions', first.service_account_number), 0);
+    assert.equal(await rowsOf('payment_instructions', second.service_account_number), 0);
+  });
+
   test('history sent again with other content fails the record at that step with conflict items', async () => {
     const tenant = await createTenant(t);
     const vendorCode = await createVendor();

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { compileValidator, type Validator } from '../../core/validation.ts';
+import { UNKNOWN_FIELD_DETAIL } from '../../core/field-errors.ts';
 import { retryableStoreFailure } from '../../db/errors.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import type { Clock } from '../../core/clock.ts';
@@ -168,8 +169,7 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
       await runStep('notes', CreateNotesBody, body, '', () => deps.notes.import(caller, body as CreateNotesBody));
     }
     if (record.payment_instruction !== undefined && record.payment_instruction !== null) {
-      const instruction = record.payment_instruction;
-      const body = typeof instruction === 'object' && !Array.isArray(instruction) ? { ...base, ...instruction } : instruction;
+      const body = instructionBody(record.payment_instruction, base);
       await runStep('payment_instruction', CreatePaymentInstructionBody, body, 'payment_instruction',
         () => deps.payments.create(caller, body as CreatePaymentInstructionBody));
     }
@@ -212,6 +212,21 @@ class Skipped extends Error {}
 /** Empty arrays mean "nothing of this kind": no call is made for them. */
 function present(value: unknown): boolean {
   return value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
+}
+
+/**
+ * The payment instruction endpoint's body for the record's instruction ({vendor, reference, type}): the
+ * account it is for is the record's own. An instruction naming an account or a supplier itself is
+ * refused at that field, as the endpoint refuses a field it does not take; it never redirects the
+ * instruction to another account.
+ */
+function instructionBody(instruction: unknown, base: { import_supplier: string; external_account_number: string }): unknown {
+  if (typeof instruction !== 'object' || instruction === null || Array.isArray(instruction)) return instruction;
+  const named = Object.keys(base).filter((key) => Object.hasOwn(instruction, key));
+  if (named.length > 0) {
+    throw new StepFailure('payment_instruction', named.map((key) => ({ code: 'unknown_field', attr: `payment_instruction.${key}`, detail: UNKNOWN_FIELD_DETAIL })), false);
+  }
+  return { ...instruction, ...base };
 }
 
 async function runStep(step: RecordStep, schema: object, body: unknown, prefix: string, call: () => Promise<unknown>): Promise<void> {
