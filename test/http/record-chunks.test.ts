@@ -23,7 +23,7 @@ const db = t.store.db;
 
 const runJob = (tenant: Tenant, lines: object[]) => runJobToEnd(t, tenant, lines);
 
-/** A full record: the account, two statements, four transactions after them, two notes. */
+/** A full record: the account, two statements, four transactions after them, two notes and three of the account's own again. */
 function fullRecord(tenant: Tenant, n: number): { account: AccountData; statements: object[]; transactions: object[]; notes: object[] } {
   const account = accountPayload(tenant.supplier);
   const ext = account.external_account_number;
@@ -39,7 +39,10 @@ function fullRecord(tenant: Tenant, n: number): { account: AccountData; statemen
       { transaction_id: `${ext}-T3`, transaction_date: '2024-03-09', amount: 3.5, type: 'CREDIT', reason: 'GENERAL_CREDIT', display_note: 'Sorry' },
       { transaction_id: `${ext}-T4`, transaction_date: '2024-03-12', amount: 9.99, type: 'SUPPLY_CHARGE', product_code: 'ELEC-STD' },
     ],
-    notes: [{ body: `First note of ${n}`, is_pinned: true }, { body: `Second note of ${n}`, created_at: '2024-03-15T10:00:00Z' }],
+    // With the account's own notes again: the first repeats the stored one; the body-less one (its
+    // paths) repeats it too; the second, sent at another time, is a note of its own.
+    notes: [{ body: `First note of ${n}`, is_pinned: true }, { body: `Second note of ${n}`, created_at: '2024-03-15T10:00:00Z' },
+      account.notes![0]!, account.notes![2]!, { body: account.notes![0]!.body, created_at: '2024-03-15T10:00:00Z' }],
   };
 }
 

@@ -5,7 +5,7 @@ import { validateAccountData, type AccountData, type Note } from '../account-dat
 import {
   findRegisteredIdentifiers, findStagedNumbers, supplyPointsOf, type NewAccount,
 } from '../account-imports/index.ts';
-import { matchNotes, notesInsertMany, CreateNotesBody } from '../notes/index.ts';
+import { matchNotes, notesAsCreated, notesInsertMany, CreateNotesBody } from '../notes/index.ts';
 import { checkStatements, statementRows, statementsInsert, CreateStatementsBody } from '../statements/index.ts';
 import { MAX_BALANCE, transactionRows, transactionsInsertMany, CreateTransactionsBody } from '../transactions/index.ts';
 import type { NewEvent } from '../events/index.ts';
@@ -163,7 +163,7 @@ async function writeChunk(deps: PipelineDeps, job: WorkerJobRow, teamId: number,
         transactionsInsertMany(rows));
       if (added.length !== rows.length) throw new Error('a new account already held one of its transactions');
     }
-    const withNotes = sorted.filter((p) => p.notes.length > 0).map((p) => ({ p, fresh: matchNotes([], p.notes, now).fresh }));
+    const withNotes = sorted.filter((p) => p.notes.length > 0).map((p) => ({ p, fresh: matchNotes(notesAsCreated(p.account.notes ?? [], now), p.notes, now).fresh }));
     if (withNotes.length > 0) {
       const rows = withNotes.flatMap(({ p, fresh }) => fresh.map((note) => ({ ...note, accountId: accountIds.get(p.account.external_account_number)! })));
       await deps.events.record(trx, withNotes.map(({ p, fresh }) => event(p, 'notes', fresh.length, p.notes.length)),

@@ -4,5 +4,5 @@
 export { countNotes, findPinnedNotes, insertNotes } from './notes.repository.ts';
 export { notesRoutes } from './notes.routes.ts';
 export { CreateNotesBody } from './notes.schemas.ts';
-export { createNotes, matchNotes, type Notes } from './notes.service.ts';
+export { createNotes, matchNotes, notesAsCreated, type Notes } from './notes.service.ts';
 export { notesInsertMany } from './notes.repository.ts';

@@ -55,6 +55,20 @@ export function matchNotes(known: StoredNote[], notes: Note[], now: Date): { res
 }
 
 /**
+ * The notes an account was created with (its data's `notes`), as they are stored and as matchNotes
+ * compares them: a set-based write, which has not read them back, matches a record's notes against
+ * them as the notes import would against the stored rows. A note created without a time has the
+ * moment of creation, `createdAt`.
+ */
+export function notesAsCreated(notes: readonly Note[], createdAt: Date): StoredNote[] {
+  return notes.map((note) => ({
+    body: note.body ?? null,
+    documentPaths: (note.document_paths ?? []).map((d) => d.document_path),
+    createdAt: note.created_at ? new Date(note.created_at) : createdAt,
+  }));
+}
+
+/**
  * D8: a note repeats one with the same body (and the same created_at when one was sent). A note
  * without a body repeats one with no body and the same set of document paths.
  */
