@@ -3,6 +3,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
+import { forbiddenKeyDetail } from '../core/forbidden-keys.ts';
 import { recordInexactNumbers } from '../core/json-numbers.ts';
 import { recordStorableText } from '../core/unstorable-text.ts';
 
@@ -62,7 +63,7 @@ function parsesPlainly(text: string): boolean {
     return false;
   }
 }
-const FORBIDDEN_KEY_DETAIL = 'The body holds a key named "__proto__", or a "constructor" object with a "prototype" key; no field of the service has either name, and they are refused before validation.';
+const FORBIDDEN_KEY_DETAIL = forbiddenKeyDetail('body');
 
 const textByDocument = new WeakMap<object, string>();
 const BYTE_ORDER_MARK = 0xfeff;

@@ -69,6 +69,28 @@ describe('record lines that cannot be stored', () => {
     assert.deepEqual(await countsOf(id), { ...(await countsOf(id)), total: 604, pending: 600, failed: 4 });
   });
 
+  test('a "__proto__" key, or "constructor" with "prototype", anywhere in a line fails it at parse as its endpoint refuses the body', async () => {
+    const id = await newJob();
+    const withValue = (value: string) => JSON.stringify({ account: accountPayload(tenant.supplier, { metadata: [{ key: 'k', value: { v: 1 } }] }) }).replace('{"v":1}', value);
+    const lines = [
+      withValue('{"__proto__": {"x": 1}}'),
+      withValue('{"constructor": {"prototype": {"x": 1}}}'),
+      withValue('{"__\\u0070roto__": 1}'),
+      JSON.stringify({ account: accountPayload(tenant.supplier) }).replace('{', '{"__proto__": {}, '),
+      // Neither name as the parser reads it: kept.
+      withValue('{"constructor": {"name": "x"}, "proto": 1, "prototype": 2}'),
+      goodLine(),
+    ];
+    assert.deepEqual(await upload(id, lines.join('\n')), { status: 200, json: { received: 6, total_records: 6 } });
+    const refused = { code: 'parse_error', attr: 'non_field_errors', detail: 'The line holds a key named "__proto__", or a "constructor" object with a "prototype" key; no field of the service has either name, and they are refused before validation.' };
+    assert.deepEqual(await failed(id), [1, 2, 3, 4].map((line) => ({ line, step: 'parse', errors: [refused] })));
+    // The endpoint refuses the same account, in the body's words.
+    const account = JSON.parse(lines[4]!).account as object;
+    const body = JSON.stringify(account).replace('"constructor":{"name":"x"}', '"constructor":{"prototype":{}}');
+    const res = await postJson(VALIDATE_URL, body);
+    assert.deepEqual(res, { status: 400, json: { code: 'parse_error', detail: refused.detail.replace('The line', 'The body') } });
+  });
+
   test('an external account number far over its 100 characters does not fail the lines around it', async () => {
     const id = await newJob();
     const long = accountPayload(tenant.supplier, { external_account_number: randomBytes(6000).toString('base64') });

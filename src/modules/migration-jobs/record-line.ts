@@ -1,4 +1,5 @@
 import { INEXACT_NUMBER_DETAIL, inexactNumbersOf, recordInexactNumbers } from '../../core/json-numbers.ts';
+import { forbiddenKeyDetail, holdsForbiddenKey } from '../../core/forbidden-keys.ts';
 import { findUnstorableText, recordStorableText } from '../../core/unstorable-text.ts';
 import { ExternalAccountNumber } from '../../schemas/identifiers.ts';
 import type { RecordError } from './migration-jobs.schemas.ts';
@@ -40,6 +41,7 @@ export function parseLine(line: Line): ParsedLine {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return parseFailure('The line is not a JSON object.');
   if (nestsDeeperThan(line.text, value, MAX_RECORD_DEPTH)) return parseFailure(`The line is nested more than ${MAX_RECORD_DEPTH} levels deep.`);
+  if (holdsForbiddenKey(line.text, value)) return parseFailure(forbiddenKeyDetail('line'));
   const account = (value as Record<string, unknown>).account;
   const named = typeof account === 'object' && account !== null ? (account as Record<string, unknown>).external_account_number : undefined;
   // The number is stored in a column of its own, under a unique index: only when it could be an
