@@ -598,6 +598,26 @@ describe('a record\'s supplier, team and tries, on both paths', () => {
       assert.equal(Number(rows[0]!.n), 0);
     });
 
+    test(`a record whose account.import_supplier is missing or not text fails at step account with all its endpoint's errors (${path})`, async () => {
+      const tenant = await createTenant(app);
+      const missing = accountPayload(tenant.supplier) as Record<string, unknown> & { customers: Array<{ mobile?: string }> };
+      delete missing.import_supplier;
+      missing.customers[0]!.mobile = '12';
+      const numeric = { ...accountPayload(tenant.supplier), import_supplier: 5 };
+      const { lines } = await runJobToEnd(app, tenant, [{ account: accountPayload(tenant.supplier) }, { account: missing }, { account: numeric }]);
+      const endpoint = async (account: object) => {
+        const res = await call(app.app, 'POST', '/v1/data-import/validate-account/', { token: tenant.token, body: account });
+        assert.equal(res.status, 400, res.body);
+        return (res.json.errors as Array<{ code: string; attr: string; detail: string }>).map((e) => ({ ...e, attr: `account.${e.attr}` }));
+      };
+      assert.deepEqual(lines.map((l) => [l.line, l.outcome, l.step, l.errors]), [
+        [1, 'succeeded', null, []],
+        [2, 'failed', 'account', await endpoint(missing)],
+        [3, 'failed', 'account', await endpoint(numeric)],
+      ]);
+      assert.deepEqual(lines[1]!.errors.map((e: { attr: string }) => e.attr).sort(), ['account.customers.0.mobile', 'account.import_supplier']);
+    });
+
     test(`the accounts a job creates belong to the job's operations team (${path})`, async () => {
       const tenant = await createTenant(app);
       // A team of the job's own, not the tenant's usual one.

@@ -116,7 +116,9 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
   try {
     // 1. The account: validated, staged, created with the job's team.
     const account = record.account as AccountData;
-    if (account.import_supplier !== job.supplier_code) {
+    // Another supplier's code is refused as such; a code missing or not text is the account data's
+    // own error, reported by its validation with every other.
+    if (typeof account.import_supplier === 'string' && account.import_supplier !== job.supplier_code) {
       throw new StepFailure('account', [{ code: 'invalid', attr: 'account.import_supplier', detail: `The record's supplier must be the job's supplier, "${job.supplier_code}".` }], false);
     }
     const invalid = validateAccountData(account);
