@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
-import { execute, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult } from 'graphql';
+import { execute, getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult } from 'graphql';
 import { AppError } from '../core/errors.ts';
 import { NullableText, RequiredText } from '../schemas/text.ts';
 import { logFailure, toAppError } from '../http/error-handler.ts';
@@ -108,6 +108,11 @@ export const graphqlRoutes: FastifyPluginAsync<Omit<ServiceDeps, 'queue'> & { to
     }
     const invalid = validate(graphqlSchema, document, [...specifiedRules, limitOperationsAndAliases], { maxErrors: 20 });
     if (invalid.length > 0) return sendErrors(reply, 400, invalid.map((e) => withCode(e, 'invalid')));
+    // graphql-js answers a subscription, with no subscription type, as a result with null data: a
+    // request error here, like any other operation the schema cannot run.
+    if (getOperationAST(document, body.operationName ?? undefined)?.operation === 'subscription') {
+      return sendErrors(reply, 400, [graphqlError('This service offers no subscriptions: send the obtainToken mutation, or a query.', 'invalid')]);
+    }
 
     const context: GraphqlContext = { tokens, throttle, address: request.ip };
     const result: ExecutionResult = await execute({

@@ -112,6 +112,8 @@ describe('malformed GraphQL requests answer GraphQL error JSON, never 5xx', () =
     ['empty JSON body', { payload: '' }, 400, 'parse_error'],
     ['a non-JSON content type', { payload: 'query { apiVersion }', headers: { 'content-type': 'application/graphql' } }, 415, 'unsupported_media_type'],
     ['an unknown operation name', { payload: { query: '{ apiVersion }', operationName: 'Nope' } }, 400, 'invalid'],
+    ['a subscription (none is offered)', { payload: { query: 'subscription { apiVersion }' } }, 400, 'invalid'],
+    ['a subscription chosen by name beside a query', { payload: { query: 'query Q { apiVersion } subscription S { apiVersion }', operationName: 'S' } }, 400, 'invalid'],
     ['variables that do not fit', { payload: { query: 'mutation M($k: String!) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: 5 } } }, 400, 'invalid'],
     // Both overflowed graphql-js's recursive parser (a 500) while well under its token cap.
     ['a list value nested 3,000 levels deep', { payload: { query: `query { __typename(x: ${'['.repeat(3000)}${']'.repeat(3000)}) }` } }, 400, 'parse_error'],
