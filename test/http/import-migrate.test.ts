@@ -509,6 +509,37 @@ describe('import-migrate client details', () => {
     ]);
   });
 
+  test('a plain 500 (not only 502/503/504) to any call is retried, and the call then succeeds', async () => {
+    // A proxy in front of the service that answers the first two looks at the job with a 500 page.
+    const seen: string[] = [];
+    let failing = 2;
+    const target = new URL(server.url);
+    const proxy = createHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const what = req.url === '/graphql' ? 'POST /graphql' : `${req.method} the job`;
+        if (what === 'GET the job' && failing-- > 0) {
+          seen.push(`${what}: 500`);
+          return void res.writeHead(500, { 'content-type': 'text/html' }).end('<html>boom</html>');
+        }
+        httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+          seen.push(`${what}: ${answer.statusCode}`);
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        }).end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    after(() => new Promise((resolve) => proxy.close(resolve)));
+    const id = await scheduledJob();
+    const run = await inProcess(['status', id, '--json', '--url', `http://127.0.0.1:${(proxy.address() as { port: number }).port}`],
+      { IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_RETRY_DELAY_MS: '10' });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(JSON.parse(run.stdout).id, id);
+    assert.deepEqual(seen, ['POST /graphql: 200', 'GET the job: 500', 'GET the job: 500', 'GET the job: 200']);
+  });
+
   test('IMPORT_URL is the default --url, and hints carry the --url to run them as printed', async () => {
     const id = made.mixedJob;
     const run = await inProcess(['watch', id], { IMPORT_API_KEY: tenant.apiKey, IMPORT_URL: server.url, IMPORT_MIGRATE_POLL_MS: '250' });
