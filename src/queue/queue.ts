@@ -327,28 +327,22 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
     },
     async workBatches<T>(name: string, { concurrency, pollingIntervalSeconds = 1, batchSize, shared: fairShares = false }: WorkOptions & { batchSize: number }, handler: BatchHandler<T>) {
       const size = Math.max(1, Math.min(batchSize, concurrency));
-      if (fairShares) {
-        shareOut<T>(name, { concurrency, batchSize: size, pollingIntervalSeconds, together: true }, async (jobs) => {
-          held(name, jobs.length);
-          try {
-            await store.background(() => handler(jobs.map((job) => job.data)));
-          } finally {
-            held(name, -jobs.length);
-          }
-        });
-        return name;
-      }
-      // A batch handler is given the jobs' data only: pg-boss's other columns (a dozen, half of them
-      // timestamps to parse) are not fetched.
-      const dataOnly: StartWorker<PgBoss.Job<T>> = (options, onJobs) => boss.work<T>(name, options, onJobs);
-      await startWorkers(concurrency, size, pollingIntervalSeconds, dataOnly, async (jobs) => {
+      const runBatch = async (jobs: Array<{ data: T }>) => {
         held(name, jobs.length);
         try {
           await store.background(() => handler(jobs.map((job) => job.data)));
         } finally {
           held(name, -jobs.length);
         }
-      });
+      };
+      if (fairShares) {
+        shareOut<T>(name, { concurrency, batchSize: size, pollingIntervalSeconds, together: true }, runBatch);
+        return name;
+      }
+      // A batch handler is given the jobs' data only: pg-boss's other columns (a dozen, half of them
+      // timestamps to parse) are not fetched.
+      const dataOnly: StartWorker<PgBoss.Job<T>> = (options, onJobs) => boss.work<T>(name, options, onJobs);
+      await startWorkers(concurrency, size, pollingIntervalSeconds, dataOnly, runBatch);
       return name;
     },
     async offWork(name, timeoutMs = 10_000) {
