@@ -143,6 +143,19 @@ describe('a dry-run job is a full pre-flight', () => {
     assert.ok(emails!.n > 0, 'the real create queued its welcome emails');
   });
 
+  test('a supply point on a stored account, with welcome emails off: the pre-flight names it as the real run does', async () => {
+    // Without welcome emails a create may be one statement of its own: in a pre-flight it must still
+    // be answered as the refusal it is, not end the pre-flight's transaction (internal_error).
+    const tenant = await createTenant(t);
+    const holder = await stageAndCreate(t, tenant);
+    const clash = accountPayload(tenant.supplier);
+    electricity(clash).identifier = electricity(holder.payload).identifier;
+    const refused = { outcome: 'failed', step: 'account', errors: ['supply_point_already_registered@account.supply_addresses.0.supply_points.0.identifier'] };
+    const preflight = verdicts(await runJob(tenant, [{ account: clash }, { account: accountPayload(tenant.supplier) }], true));
+    assert.deepEqual(preflight, [{ line: 1, ...refused }, { line: 2, outcome: 'succeeded', step: null, errors: [] }]);
+    assert.deepEqual(verdicts(await runJob(tenant, [{ account: clash }, { account: accountPayload(tenant.supplier) }], false)), preflight);
+  });
+
   test('within the file the earlier line wins whatever order the records run in', async () => {
     const tenant = await createTenant(t);
     const first = accountPayload(tenant.supplier);

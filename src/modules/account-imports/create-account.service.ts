@@ -163,12 +163,15 @@ async function create(
  * and the account's (its tree, attempt and event, under the account lock and a concurrency slot taken
  * by the statement itself: createGate), where a transaction takes four (BEGIN, the read under the
  * lock, the account's, COMMIT). Not a dry run (it must roll back), nor when the create writes more
- * than that statement (welcome emails and their jobs, the caller's onCreated). When the statement
+ * than that statement (welcome emails and their jobs, the caller's onCreated), nor on a handle that
+ * is itself a transaction (a migration job's pre-flight, db/rehearsal.ts): there the statement does
+ * not commit by itself, and one refused by the database (an identifier another account holds) would
+ * end that whole transaction instead of being answered as the refusal it is. When the statement
  * writes nothing (something changed since the read, a lock or slot was taken, the drawn number was)
  * the create runs in its transaction, as if the try had not been made.
  */
 function atOnce(deps: CreateAccountDeps, supplier: Supplier, body: ProcessAccountBody): boolean {
-  return body.dry_run !== true && !supplier.customer_emails && deps.onCreated === undefined;
+  return body.dry_run !== true && !supplier.customer_emails && deps.onCreated === undefined && !deps.db.isTransaction;
 }
 
 /** The created attempt and its `import_process.completed`, written by the statement that writes the account (`account_keys`). */
