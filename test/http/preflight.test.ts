@@ -5,7 +5,7 @@ import * as admin from '../../src/modules/admin/index.ts';
 import type { AccountData } from '../../src/modules/account-data/index.ts';
 import { createWebhook } from '../../src/modules/webhooks/index.ts';
 import { eventsOf } from '../support/events.ts';
-import { startFakeVendor } from '../support/fake-vendor.ts';
+import { SLOW_MS, startFakeVendor } from '../support/fake-vendor.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 import { stageAndCreate, waitUntil } from '../support/imports.ts';
 import { runJobToEnd } from '../support/jobs.ts';
@@ -154,6 +154,34 @@ describe('a dry-run job is a full pre-flight', () => {
     const preflight = verdicts(await runJob(tenant, [{ account: clash }, { account: accountPayload(tenant.supplier) }], true));
     assert.deepEqual(preflight, [{ line: 1, ...refused }, { line: 2, outcome: 'succeeded', step: null, errors: [] }]);
     assert.deepEqual(verdicts(await runJob(tenant, [{ account: clash }, { account: accountPayload(tenant.supplier) }], false)), preflight);
+  });
+
+  test('a pre-flight asks a payment vendor with no transaction open, once a record, as the real run does', async () => {
+    const tenant = await createTenant(t);
+    const vendorCode = unique('VEND');
+    await admin.createVendor(db, vendorCode, { kind: 'http', url: vendor.url, timeoutMs: 5000 });
+    const [slow, missing] = [unique('SLOW'), unique('MISSING')];
+    vendor.set(slow, 'slow');
+    const book = [
+      { account: accountPayload(tenant.supplier), payment_instruction: { vendor: vendorCode, reference: slow, type: 'CARD' } },
+      { account: accountPayload(tenant.supplier), payment_instruction: { vendor: vendorCode, reference: missing, type: 'CARD' } },
+    ];
+    // While the vendor takes its time over line 1, the store answers at once: no transaction of the
+    // pre-flight holds it (on PGlite, its one session; on a server, a connection idle in a transaction).
+    const running = runJob(tenant, book, true);
+    await waitUntil(async () => vendor.hits(slow) === 1, 'the vendor asked', 20_000);
+    const asked = Date.now();
+    const { rows: [open] } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND state LIKE 'idle in transaction%'`.execute(db);
+    assert.ok(Date.now() - asked < SLOW_MS / 2, `the store answered after ${Date.now() - asked} ms`);
+    assert.equal(open!.n, 0, 'no transaction open while the vendor is asked');
+    const preflight = verdicts(await running);
+    assert.deepEqual(preflight, [
+      { line: 1, outcome: 'succeeded', step: null, errors: [] },
+      { line: 2, outcome: 'failed', step: 'payment_instruction', errors: ['payment_instruction_not_found@payment_instruction.reference'] },
+    ]);
+    assert.deepEqual([vendor.hits(slow), vendor.hits(missing)], [1, 1], 'each reference asked once');
+    assert.deepEqual(verdicts(await runJob(tenant, book, false)), preflight);
   });
 
   test('within the file the earlier line wins whatever order the records run in', async () => {

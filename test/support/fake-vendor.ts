@@ -14,7 +14,11 @@ export type Behaviour =
   | 'error' // 500
   | 'hang' // never answers (the client's timeout fires)
   | 'flaky' // 500 twice, then as 'found'
+  | 'slow' // as 'found', after SLOW_MS
   | 'malformed'; // 200 with a body that breaks the protocol
+
+/** How long a 'slow' reference takes to be answered. */
+export const SLOW_MS = 1500;
 
 export interface FakeRequest {
   /** The request target as sent, query included. */
@@ -74,6 +78,8 @@ function answer(res: ServerResponse, _req: IncomingMessage, behaviour: Behaviour
   switch (behaviour) {
     case 'hang':
       return;
+    case 'slow':
+      return void setTimeout(() => answer(res, _req, 'found', reference, stripe), SLOW_MS);
     case 'found':
       return send(res, 200, stripe ? stripePaymentMethod(reference) : httpInstruction(reference));
     case 'malformed':

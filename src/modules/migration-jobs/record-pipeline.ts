@@ -14,8 +14,8 @@ import type { Caller } from '../../core/caller.ts';
 import { readSupplier } from '../../core/directory.ts';
 import { CreateNotesBody } from '../notes/index.ts';
 import type { Notes } from '../notes/index.ts';
-import { CreatePaymentInstructionBody } from '../payment-instructions/index.ts';
-import type { PaymentInstructions } from '../payment-instructions/index.ts';
+import { askTheVendor, CreatePaymentInstructionBody } from '../payment-instructions/index.ts';
+import type { AskVendor, PaymentInstructions, PaymentVendor, VendorInstruction } from '../payment-instructions/index.ts';
 import { CreateStatementsBody } from '../statements/index.ts';
 import type { Statements } from '../statements/index.ts';
 import { CreateTransactionsBody } from '../transactions/index.ts';
@@ -85,20 +85,45 @@ class StepFailure extends Error {
  */
 export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): Promise<RecordRun> {
   if (!job.dry_run) return runSteps(deps, job, row);
+  // The rehearsal is one transaction, and a payment vendor is never asked with it open: the answer
+  // can take seconds, and meanwhile the transaction would hold a connection (on PGlite, the one
+  // session every request waits for). When the payment step must ask, the rehearsal stops there and
+  // rolls back, the vendor is asked outside it, and the rehearsal runs again from the start with the
+  // answer: the vendor is asked exactly when, and as often as, the real run would ask it.
+  const answers = new Map<string, VendorInstruction>();
+  const ask: AskVendor = (vendor, reference) => {
+    const answer = answers.get(`${vendor.id}:${reference}`);
+    return answer ? Promise.resolve(answer) : Promise.reject(new VendorToAsk(vendor, reference));
+  };
   let run: RecordRun;
-  try {
-    run = await rehearse(deps.db, (db) => runSteps({ ...deps, ...stepsOn(deps, db), db }, job, row));
-  } catch (error) {
-    // The rehearsal's own transaction failed (the store went away): the record's steps are unknown.
-    return failedRun(deps, job, row, error, { created: row.created, number: row.service_account_number, warnings: [] });
+  for (;;) {
+    try {
+      run = await rehearse(deps.db, (db) => runSteps({ ...deps, ...stepsOn(deps, db, ask), db }, job, row));
+      break;
+    } catch (error) {
+      if (error instanceof VendorToAsk && !answers.has(`${error.vendor.id}:${error.reference}`)) {
+        answers.set(`${error.vendor.id}:${error.reference}`, await askTheVendor(error.vendor, error.reference));
+        continue;
+      }
+      // The rehearsal's own transaction failed (the store went away): the record's steps are unknown.
+      return failedRun(deps, job, row, error, { created: row.created, number: row.service_account_number, warnings: [] });
+    }
   }
   // An account the rehearsal made was rolled back with it: the pre-flight created nothing.
   return run.created === true ? { ...run, created: false, serviceAccountNumber: null } : run;
 }
 
-/** The steps over another handle of the store (a rehearsal's). */
-function stepsOn(steps: RecordSteps, db: Kysely<Database>): RecordSteps {
-  return { imports: steps.imports.on(db), statements: steps.statements.on(db), transactions: steps.transactions.on(db), notes: steps.notes.on(db), payments: steps.payments.on(db) };
+/** A pre-flight's payment step needs the vendor's answer, which is asked outside its rehearsal (runRecord). */
+class VendorToAsk extends Error {
+  constructor(readonly vendor: PaymentVendor, readonly reference: string) { super('the vendor is asked outside the rehearsal'); }
+}
+
+/** The steps over another handle of the store (a rehearsal's), the payment step asking the vendor through `ask`. */
+function stepsOn(steps: RecordSteps, db: Kysely<Database>, ask: AskVendor): RecordSteps {
+  return {
+    imports: steps.imports.on(db), statements: steps.statements.on(db), transactions: steps.transactions.on(db), notes: steps.notes.on(db),
+    payments: steps.payments.on(db, ask),
+  };
 }
 
 async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): Promise<RecordRun> {
@@ -250,7 +275,7 @@ function alreadyImportedNumber(error: unknown): string | null {
 }
 
 function asStepFailure(step: RecordStep, error: unknown, prefix: string): StepFailure {
-  if (error instanceof StepFailure || error instanceof Skipped) throw error;
+  if (error instanceof StepFailure || error instanceof Skipped || error instanceof VendorToAsk) throw error;
   if (error instanceof AppError) {
     const errors = error.errors && error.errors.length > 0
       ? prefixed(error.errors, prefix)

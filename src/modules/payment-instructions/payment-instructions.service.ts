@@ -8,6 +8,7 @@ import type { Caller } from '../../core/caller.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import * as repo from './payment-instructions.repository.ts';
 import { createVendorClient } from './vendors/vendor-factory.ts';
+import type { PaymentVendor, VendorInstruction } from './vendors/vendor.ts';
 
 
 /**
@@ -17,7 +18,7 @@ import { createVendorClient } from './vendors/vendor-factory.ts';
  * own; the partial unique index settles races between requests that both found no active instruction.
  */
 async function createPaymentInstruction(
-  { db, events }: ImportDeps, caller: Caller, body: CreatePaymentInstructionBody,
+  { db, events }: ImportDeps, ask: AskVendor, caller: Caller, body: CreatePaymentInstructionBody,
 ): Promise<CreatePaymentInstructionReply> {
   const supplier = await requireCallerSupplier(caller, body.import_supplier, 'import_supplier');
   const account = await findImportedAccount(db, supplier.id, body.external_account_number);
@@ -38,7 +39,7 @@ async function createPaymentInstruction(
   const active = await repo.findActiveInstruction(db, account.id);
   if (active) return alreadyStored(active);
 
-  const result = await createVendorClient(vendor).fetchInstruction(body.reference);
+  const result = await ask(vendor, body.reference);
   switch (result.outcome) {
     case 'not_found':
       throw AppError.field('payment_instruction_not_found', result.detail, 'reference');
@@ -82,14 +83,25 @@ function sameOrConflict(
   return reply;
 }
 
+/** How the service asks a vendor about a reference: its client, with its retries and time limit. */
+export type AskVendor = (vendor: PaymentVendor, reference: string) => Promise<VendorInstruction>;
+export const askTheVendor: AskVendor = (vendor, reference) => createVendorClient(vendor).fetchInstruction(reference);
+
 /** The payment instructions module as the composition root builds it (composition.ts). */
 export interface PaymentInstructions {
   /** POST payment-instruction/create/: verified with the vendor, then stored as the account's active one. */
   create(caller: Caller, body: CreatePaymentInstructionBody): Promise<CreatePaymentInstructionReply>;
-  /** The same module over another handle of the store (a rehearsal's). */
-  on(db: Kysely<Database>): PaymentInstructions;
+  /**
+   * The same module over another handle of the store (a rehearsal's, which is one transaction): there
+   * the vendor must not be asked with the transaction open, so `ask` answers instead (a pre-flight
+   * asks the vendor itself, outside, and runs its rehearsal again with the answer).
+   */
+  on(db: Kysely<Database>, ask?: AskVendor): PaymentInstructions;
 }
 
-export function createPaymentInstructions(deps: ImportDeps): PaymentInstructions {
-  return { create: (caller, body) => createPaymentInstruction(deps, caller, body), on: (db) => createPaymentInstructions({ ...deps, db }) };
+export function createPaymentInstructions(deps: ImportDeps, ask: AskVendor = askTheVendor): PaymentInstructions {
+  return {
+    create: (caller, body) => createPaymentInstruction(deps, ask, caller, body),
+    on: (db, other = ask) => createPaymentInstructions({ ...deps, db }, other),
+  };
 }
