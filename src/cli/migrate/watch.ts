@@ -70,7 +70,7 @@ export async function streamResults(
 
 /**
  * Failed records split by how far they got: before the account existed (the line could not be read,
- * or the account step failed, so no service account number), or on an account that exists, where a
+ * or the account step failed), or on an account that exists (or, in a pre-flight, would), where a
  * later step (part of its history) failed.
  */
 
@@ -87,7 +87,9 @@ export async function collectFailures(session: ApiSession, jobId: string, file: 
   const count = (line: string) => {
     if (line.trim() === '') return;
     const result = JSON.parse(line) as RecordResult;
-    if (result.step === 'parse' || result.step === 'account' || result.service_account_number === null) split.before_account++;
+    // By the step alone: a record of a pre-flight has no service account number even when its account
+    // step passed (nothing is kept), and its split must be the real run's.
+    if (result.step === null || result.step === 'parse' || result.step === 'account') split.before_account++;
     else split.after_account++;
     const codes = (split.by_step[result.step ?? 'account'] ??= {});
     for (const code of new Set(result.errors.map((e) => e.code))) codes[code] = (codes[code] ?? 0) + 1;
