@@ -18,8 +18,8 @@ import type { Database } from '../db/schema.ts';
 //
 // A fetch reads a bounded number of rows however many jobs wait: the organisations with jobs waiting,
 // found one index probe each (a skip scan), and at most `limit` jobs of each, due first. The index
-// (ORGANISATION_INDEX, made with the queue's schema) is over the organisation each job's data names in
-// its `org` field; a job without one belongs to '' (one organisation).
+// (organisationIndexSql, made when the queue starts) is over the organisation each job's data names
+// in its `org` field; a job without one belongs to '' (one organisation).
 
 /** The job data's field naming the organisation a job is for. */
 export const ORGANISATION_FIELD = 'org';
