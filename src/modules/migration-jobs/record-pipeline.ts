@@ -91,8 +91,9 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
   // rolls back, the vendor is asked outside it, and the rehearsal runs again from the start with the
   // answer: the vendor is asked exactly when, and as often as, the real run would ask it.
   const answers = new Map<string, VendorInstruction>();
+  const question = (vendor: PaymentVendor, reference: string) => `${vendor.id}:${reference}`;
   const ask: AskVendor = (vendor, reference) => {
-    const answer = answers.get(`${vendor.id}:${reference}`);
+    const answer = answers.get(question(vendor, reference));
     return answer ? Promise.resolve(answer) : Promise.reject(new VendorToAsk(vendor, reference));
   };
   let run: RecordRun;
@@ -101,8 +102,8 @@ export async function runRecord(deps: PipelineDeps, job: WorkerJobRow, row: Reco
       run = await rehearse(deps.db, (db) => runSteps({ ...deps, ...stepsOn(deps, db, ask), db }, job, row));
       break;
     } catch (error) {
-      if (error instanceof VendorToAsk && !answers.has(`${error.vendor.id}:${error.reference}`)) {
-        answers.set(`${error.vendor.id}:${error.reference}`, await askTheVendor(error.vendor, error.reference));
+      if (error instanceof VendorToAsk && !answers.has(question(error.vendor, error.reference))) {
+        answers.set(question(error.vendor, error.reference), await askTheVendor(error.vendor, error.reference));
         continue;
       }
       // The rehearsal's own transaction failed (the store went away): the record's steps are unknown.
