@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as admin from '../../src/modules/admin/index.ts';
+import { insertPing } from '../../src/modules/events/index.ts';
 import { insertImportedAccount } from '../support/accounts.ts';
 import { EVENTS_URL, eventsOf, feed, shapes } from '../support/events.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
@@ -185,7 +186,7 @@ describe('GET events/: order, paging, validation, tenancy', () => {
     assert.deepEqual(missing.json, { detail: 'The request failed validation.', code: 'invalid', errors: [{ detail: missing.json.errors[0].detail, code: 'required', attr: 'import_supplier' }] });
   });
 
-  test('after naming no event of this supplier (unknown, or another supplier\'s) is 400 invalid at after', async () => {
+  test('after naming no event of this supplier (unknown, another supplier\'s, a test ping) is 400 invalid at after', async () => {
     const tenant = await createTenant(t);
     const other = await createTenant(t);
     await stage(t, other);
@@ -196,6 +197,12 @@ describe('GET events/: order, paging, validation, tenancy', () => {
       assert.deepEqual(res.json, errorBody(res, 'invalid', 'after'));
       assert.equal(res.json.detail, `No event "${after}" of import supplier "${tenant.supplier}"; it may be older than the retention period. Read from the start without after.`);
     }
+    // A test ping's id (the last id a webhook endpoint received may be one) is named as such.
+    const ping = await t.store.db.transaction().execute((trx) => insertPing(trx));
+    const res = await feed(t, tenant, `&after=${ping.id}`);
+    assert.deepEqual(res.json, errorBody(res, 'invalid', 'after'));
+    assert.equal(res.json.detail, `Event "${ping.id}" is a test ping: pings go to one webhook endpoint and are in no feed. `
+      + `Give the id of the last event of import supplier "${tenant.supplier}" you read, or read from the start without after.`);
   });
 
   test('another organisation\'s supplier is a 404 like an unknown one; no token is 401', async () => {

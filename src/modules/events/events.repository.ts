@@ -41,6 +41,12 @@ export function findFeedPosition(db: Db, supplierId: number, eventId: number): P
     .executeTakeFirst();
 }
 
+/** Whether the event with this id is a test ping (which no feed holds). */
+export async function isPing(db: Db, eventId: number): Promise<boolean> {
+  const row = await db.selectFrom('events').select('id').where('id', '=', eventId).where('type', '=', 'ping').executeTakeFirst();
+  return row !== undefined;
+}
+
 /**
  * Only events whose transaction is older than the oldest one still running are returned: every
  * transaction that could still commit an event has a larger xid, so nothing can later appear before

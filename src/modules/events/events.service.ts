@@ -5,7 +5,7 @@ import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
 import type { EventType } from './event-types.ts';
 import { DEFAULT_EVENTS_LIMIT, type Event, type EventsQuery } from './events.schemas.ts';
-import { feedPage, findFeedPosition, type EventRow } from './events.repository.ts';
+import { feedPage, findFeedPosition, isPing, type EventRow } from './events.repository.ts';
 
 /**
  * The feed (D13): the supplier's events in commit order, after the given one. Another organisation's
@@ -20,9 +20,13 @@ export async function eventFeed(db: Kysely<Database>, caller: Caller, query: Eve
   if (query.after !== undefined) {
     after = await findFeedPosition(db, supplier.id, Number(query.after)) ?? null;
     if (!after) {
-      throw AppError.field('invalid',
-        `No event "${query.after}" of import supplier "${supplier.code}"; it may be older than the retention period. Read from the start without after.`,
-        'after');
+      // A test ping has an id like any event but is in no feed: a reader keeping the last id its
+      // webhook endpoint received may hold one.
+      const ping = await isPing(db, Number(query.after));
+      throw AppError.field('invalid', ping
+        ? `Event "${query.after}" is a test ping: pings go to one webhook endpoint and are in no feed. Give the id of the last event of import supplier "${supplier.code}" you read, or read from the start without after.`
+        : `No event "${query.after}" of import supplier "${supplier.code}"; it may be older than the retention period. Read from the start without after.`,
+      'after');
     }
   }
   const rows = await feedPage(db, supplier.id, after, query.limit ?? DEFAULT_EVENTS_LIMIT);
