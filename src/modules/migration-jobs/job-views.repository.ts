@@ -4,7 +4,8 @@ import { RECORD_COLUMNS, type RecordRow } from './migration-jobs.repository.ts';
 import type { RecordOutcome } from './migration-jobs.schemas.ts';
 
 // The lead's views of a job (job-views.service.ts): from the record indexes of migration 005
-// ((job_id, outcome, line), (job_id, external_account_number), (job_id, finished_at)).
+// ((job_id, outcome, line), (job_id, external_account_number), (job_id, finished_at)) and 028
+// ((job_id, first error's code, line), for the records with an error).
 type Db = Kysely<Database>;
 
 export interface RecordFilter { externalAccountNumber?: string; outcome?: RecordOutcome; errorCode?: string }
@@ -15,7 +16,7 @@ export async function searchRecords(db: Db, jobId: string, filter: RecordFilter,
     WHERE job_id = ${jobId}::uuid AND line > ${afterLine}
       ${filter.externalAccountNumber === undefined ? sql`` : sql`AND external_account_number = ${filter.externalAccountNumber}`}
       ${filter.outcome === undefined ? sql`` : sql`AND outcome = ${filter.outcome}`}
-      ${filter.errorCode === undefined ? sql`` : sql`AND errors->0->>'code' = ${filter.errorCode}`}
+      ${filter.errorCode === undefined ? sql`` : sql`AND errors <> '[]'::jsonb AND errors->0->>'code' = ${filter.errorCode}`}
     ORDER BY line LIMIT ${limit}`.execute(db);
   return rows;
 }
