@@ -29,6 +29,7 @@ import { statsRoutes } from './modules/stats/index.ts';
 import { transactionsRoutes } from './modules/transactions/index.ts';
 import { webhookEndpointsRoutes } from './modules/webhooks/index.ts';
 import type { Modules } from './composition.ts';
+import { registerOrganisationLanes } from './http/organisation-lanes.ts';
 
 export interface AppOptions {
   /** The process's modules, built once by the composition root (composition.ts) and shared with its workers. */
@@ -132,6 +133,7 @@ export async function buildApp({ modules, config = modules.config, logger, readi
   await app.register(graphqlRoutes, deps);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authGuard(tokens));
+    if (modules.store.kind === 'pglite') registerOrganisationLanes(v1);
     // A query parameter an operation does not document is refused (`unknown_field`) on every
     // operation, also those that take none: a client sending `page_size` to an answer that is not
     // paged learns it, instead of silently getting something else than it asked for.

@@ -16,6 +16,7 @@ export const jobViewsRoutes: FastifyPluginAsync<StoreDeps> = async (plugin, { db
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.get('/migration-jobs/:job_id/records/search/', {
+    config: { oneAtATime: true },
     schema: {
       tags: TAGS, operationId: 'searchMigrationJobRecords', summary: 'Find a job\'s records by account, outcome and error code (JSON pages)',
       description: 'The job\'s records matching every filter given, in line order, a page at a time: a record the job rejected '
@@ -33,6 +34,7 @@ export const jobViewsRoutes: FastifyPluginAsync<StoreDeps> = async (plugin, { db
   }, async (request) => searchRecords(db, callerOf(request), request.params.job_id, request.query));
 
   app.get('/migration-jobs/:job_id/rate/', {
+    config: { oneAtATime: true },
     schema: {
       tags: TAGS, operationId: 'getMigrationJobRate', summary: 'Records finished per minute, hour or day over the job\'s run',
       description: 'The job\'s records counted by when they finished, in buckets as wide as the job needs: a minute while a job runs '

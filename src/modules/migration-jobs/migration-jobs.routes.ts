@@ -198,6 +198,8 @@ export const migrationJobsRoutes: FastifyPluginAsync<ServiceDeps & { events: Eve
   for (const action of ['start', 'cancel', 'retry', 'pause', 'resume'] as const) {
     const docs = ACTIONS[action];
     app.post(`/migration-jobs/:job_id/${action}/`, {
+      // Cancelling or retrying is one statement over every record of the job.
+      config: { oneAtATime: action === 'cancel' || action === 'retry' },
       schema: {
         tags: TAGS, operationId: docs.operationId, summary: docs.summary, description: docs.description,
         params: JobPathParams,

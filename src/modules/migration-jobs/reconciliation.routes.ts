@@ -20,6 +20,7 @@ export const reconciliationRoutes: FastifyPluginAsync<{ store: Store }> = async 
   const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
   app.get('/migration-jobs/:job_id/reconciliation/', {
+    config: { oneAtATime: true },
     schema: {
       tags: TAGS, operationId: 'reconcileMigrationJob', summary: 'Reconcile the job: legacy, file and store, measure by measure',
       description: 'For each measure (accounts, customers, supply_points, meters, statements, transactions, notes, '
@@ -37,6 +38,7 @@ export const reconciliationRoutes: FastifyPluginAsync<{ store: Store }> = async 
   }, async (request) => reconciliation.reconcile(store, callerOf(request), request.params.job_id));
 
   app.get('/migration-jobs/:job_id/reconciliation/exceptions/', {
+    config: { oneAtATime: true },
     schema: {
       tags: TAGS, operationId: 'listMigrationJobExceptions', summary: 'Records the store does not hold as sent (NDJSON, or CSV)',
       description: 'In line order, one line per measure where a record\'s figure and the store\'s differ; a record whose account the '
