@@ -68,7 +68,10 @@ describe('PostgreSQL session limits', { skip: PG_ONLY }, () => {
       const results = await Promise.allSettled([1, 2].map(() => sql`SELECT pg_sleep(0.2)`.execute(limited.db)));
       await limited.close().catch(() => {});
       const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as { code?: string });
-      assert.deepEqual(refused.map((e) => [e.code, isStoreUnavailable(e)]), [['53300', true]]);
+      // One of the two is refused, or both when the pool's first session had not yet left (a race
+      // of the server's own bookkeeping): each refusal is the limit's, and a lost store.
+      assert.ok(refused.length >= 1, 'a session over the limit is refused');
+      assert.deepEqual(refused.map((e) => [e.code, isStoreUnavailable(e)]), refused.map(() => ['53300', true]));
     } finally {
       await sql`DROP ROLE IF EXISTS ${sql.id(role)}`.execute(admin.db);
       await admin.close();
