@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { QUEUE_SCHEMA } from '../../src/queue/queue.ts';
-import { fetchShared, sharesOf } from '../../src/queue/shared-work.ts';
+import { fetchShared, sharesOf, startSharedWorker, type FetchedJob } from '../../src/queue/shared-work.ts';
+import { waitUntil } from '../support/imports.ts';
 import { buildTestApp, unique } from '../support/test-app.ts';
 
 // Workers shared out between organisations (D20 fairness, src/queue/shared-work.ts): the shares an
@@ -98,5 +99,24 @@ describe('fetching for shared workers', () => {
     // Organisation 1 holds more than half: it is alone with jobs due, so it may take all but one.
     assert.deepEqual(await q.fetch({ 1: sharesOf(CONCURRENCY).shared }, 50), [1]);
     assert.deepEqual(await q.fetch({}, 50), []);
+  });
+
+  test('jobs run together (deliveries) are handed to one call, and all fail together when it throws', async () => {
+    const q = await queued({ 1: 2, 2: 1 });
+    const calls: number[][] = [];
+    const worker = startSharedWorker<Data>(t.queue.boss, t.store.db, QUEUE_SCHEMA,
+      { name: q.name, concurrency: CONCURRENCY, batchSize: 4, pollingIntervalSeconds: 0.5, together: true },
+      async (jobs: Array<FetchedJob<Data>>) => {
+        calls.push(jobs.map((job) => job.data.org).sort());
+        throw new Error('the batch could not be recorded');
+      }, () => {});
+    try {
+      const states = async () => (await Promise.all(created.filter((c) => c.name === q.name)
+        .map(async (c) => (await t.queue.boss.getJobById(q.name, c.id))?.state))).sort();
+      await waitUntil(async () => (await states()).every((state) => state === 'failed'), 'every job of the batch failed');
+      assert.deepEqual(calls, [[1, 1, 2]], 'one call for the fetch\'s three jobs');
+    } finally {
+      worker.stop();
+    }
   });
 });
