@@ -6,6 +6,8 @@ import type { Database } from '../db/schema.ts';
 import type { Store } from '../db/store.ts';
 import { organisationIndexSql, startSharedWorker, type FetchedJob, type SharedWorker, type SharedWorkOptions } from './shared-work.ts';
 
+export type { ForOrganisation } from './shared-work.ts';
+
 // The job queue (D11 "Workers"): pg-boss over the store, on PostgreSQL and on the embedded PGlite
 // alike. pg-boss talks to the database only through `executeSql(text, values)`, so it gets an
 // adapter over our own Kysely instance rather than a pool of its own:
@@ -52,7 +54,7 @@ export interface WorkOptions {
   batchSize?: number;
   /**
    * The instance's workers of the queue are shared out between the organisations the jobs are for
-   * (the `org` of their data), in turn and at most half each while another waits (shared-work.ts).
+   * (named in their data: ForOrganisation), in turn and at most half each while another waits (shared-work.ts).
    */
   shared?: boolean;
 }

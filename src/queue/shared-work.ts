@@ -23,6 +23,12 @@ import type { Database } from '../db/schema.ts';
 
 /** The job data's field naming the organisation a job is for. */
 export const ORGANISATION_FIELD = 'org';
+
+/**
+ * What the data of a job on a shared queue carries: the id of the organisation it is for, under the
+ * field the fetch and its index read (a job type that spelled it otherwise would share as one organisation).
+ */
+export type ForOrganisation = { [field in typeof ORGANISATION_FIELD]?: number };
 const ORGANISATION = `coalesce(data->>'${ORGANISATION_FIELD}', '')`;
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { QUEUE_SCHEMA } from '../../src/queue/queue.ts';
-import { fetchShared, sharesOf, startSharedWorker, type FetchedJob } from '../../src/queue/shared-work.ts';
+import { fetchShared, sharesOf, startSharedWorker, type FetchedJob, type ForOrganisation } from '../../src/queue/shared-work.ts';
 import { waitUntil } from '../support/imports.ts';
 import { buildTestApp, unique } from '../support/test-app.ts';
 
@@ -23,7 +23,7 @@ describe('the shares of an instance\'s workers', () => {
 
 describe('fetching for shared workers', () => {
   const CONCURRENCY = 8;
-  type Data = { org: number };
+  type Data = Required<ForOrganisation>;
   // The jobs the tests queued, deleted when they end (their queues stay: pg-boss's jobs reference them).
   const created: Array<{ name: string; id: string }> = [];
   after(async () => {

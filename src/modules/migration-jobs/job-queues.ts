@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
-import type { JobQueue } from '../../queue/queue.ts';
+import type { ForOrganisation, JobQueue } from '../../queue/queue.ts';
 import type { JobRow } from './migration-jobs.repository.ts';
 
 // The migration jobs on the queue (D11). Three queues:
@@ -42,7 +42,7 @@ const DISPATCH_EXPIRY = { expireInSeconds: 60 };
  * A record job's data: the job's records of `lines` (a chunk, run set-based, record-chunk.ts; one line
  * when it is a record's retry), and `org`, the job's organisation, whose share of the workers it counts in.
  */
-export interface RecordJobData { job_id: string; lines: number[]; org?: number }
+export interface RecordJobData extends ForOrganisation { job_id: string; lines: number[] }
 
 export type JobsWorkerConfig = Pick<Config, 'processConcurrencyLimit' | 'jobRetryLimit' | 'jobRetryDelaySeconds'
   | 'jobRecordTimeoutSeconds' | 'jobPauseRecheckSeconds' | 'jobDispatchWindow' | 'jobChunkRecords' | 'workerConcurrency'>;

@@ -231,10 +231,11 @@ export async function countInFlight(trx: Transaction<Database>, jobId: string, c
 }
 
 /** The organisation the job's records are run for (their share of the workers). */
-export async function organisationOf(trx: Transaction<Database>, jobId: string): Promise<number | undefined> {
+export async function organisationOf(trx: Transaction<Database>, jobId: string): Promise<number> {
   const { rows } = await sql<{ organisation_id: number }>`SELECT s.organisation_id FROM migration_jobs j
     JOIN import_suppliers s ON s.id = j.supplier_id WHERE j.id = ${jobId}::uuid`.execute(trx);
-  return rows[0]?.organisation_id;
+  if (!rows[0]) throw new Error(`migration job ${jobId} has no supplier`);
+  return rows[0].organisation_id;
 }
 
 export async function hasUnsent(trx: Transaction<Database>, jobId: string): Promise<boolean> {

@@ -75,8 +75,8 @@ export async function dispatch(store: JobStore, queue: JobQueue, jobId: string, 
     // one sends what its bucket holds.
     const allowance = await repo.takeDispatchAllowance(trx, jobId, Math.max(0, room));
     const lines = allowance.records > 0 ? await repo.takeUnsent(trx, jobId, allowance.records) : [];
-    const org = lines.length > 0 ? await repo.organisationOf(trx, jobId) : undefined;
-    await queue.sendMany<RecordJobData>(RECORD_QUEUE, chunksOf(lines, config).map((chunk) => ({ job_id: jobId, lines: chunk, ...(org === undefined ? {} : { org }) })),
+    const org = lines.length > 0 ? await repo.organisationOf(trx, jobId) : 0;
+    await queue.sendMany<RecordJobData>(RECORD_QUEUE, chunksOf(lines, config).map((chunk): RecordJobData => ({ job_id: jobId, lines: chunk, org })),
       { trx, ...recordPolicy(config) });
     const more = await repo.hasUnsent(trx, jobId);
     if (more) {

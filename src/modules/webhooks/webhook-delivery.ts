@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../../core/clock.ts';
 import type { Database } from '../../db/schema.ts';
-import type { JobQueue } from '../../queue/queue.ts';
+import type { ForOrganisation, JobQueue } from '../../queue/queue.ts';
 import { toEvent, type EventRow } from '../events/index.ts';
 import { postWebhook, type AttemptResult, type DeliveryAgents } from './webhook-http.ts';
 import { signerFor, type Signer } from './webhook-signature.ts';
@@ -31,7 +31,7 @@ export function retryDelayMs(attempt: number, baseMs: number): number {
  * one whose receivers are slow or never answer cannot hold them all (a job queued before it was kept
  * has none, and shares with the others that have none).
  */
-export interface DeliveryJob { endpoint_id: string; event_id: number; attempt: number; org?: number }
+export interface DeliveryJob extends ForOrganisation { endpoint_id: string; event_id: number; attempt: number }
 
 export interface DeliveryDeps {
   db: Kysely<Database>;
