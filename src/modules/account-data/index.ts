@@ -5,7 +5,7 @@
 export { ACCOUNT_DATA_REFUSED, EXAMPLE_ACCOUNT, EXAMPLE_ACCOUNT_NUMBER, EXAMPLE_SERVICE_ACCOUNT_NUMBER, IMPORT_SUPPLIER_NOT_FOUND } from './account-data.examples.ts';
 export { accountDataRoutes } from './account-data.routes.ts';
 export { AccountData, type SupplyPoint, validateAccountData } from './account-data.schemas.ts';
-export { DocumentPath, Note } from './note.schemas.ts';
+export { DocumentPath, documentPathsOf, Note } from './note.schemas.ts';
 export { phoneParseDirect, phonePatternsCompiledOnce } from './phone-library.ts';
 export { withNormalisedPostcodes } from './stored-postcodes.ts';
 export {

@@ -38,6 +38,11 @@ export const Note = Type.Object({
 });
 export type Note = Static<typeof Note>;
 
+/** A note's document paths as they are stored: the plain list of paths (the notes import compares them as a set). */
+export function documentPathsOf(note: Note): string[] {
+  return (note.document_paths ?? []).map((d) => d.document_path);
+}
+
 /** Cross-field rules of one note; `value` may be of any shape (the schema reports that). */
 function checkNote(value: unknown): readonly RuleFinding[] {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return NO_FINDINGS;

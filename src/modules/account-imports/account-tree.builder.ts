@@ -1,4 +1,4 @@
-import type { AccountData, SupplyPoint } from '../account-data/index.ts';
+import { documentPathsOf, type AccountData, type SupplyPoint } from '../account-data/index.ts';
 import type { AccountTreeRows } from './account-tree.repository.ts';
 
 // Maps validated account data onto the rows of a new account, each child keyed by its parents'
@@ -51,8 +51,7 @@ export function accountTreeRows(data: AccountData): AccountTreeRows {
     points: [], agreements: [], meters: [], registers: [], readings: [],
     notes: (data.notes ?? []).map((n) => ({
       body: orNull(n.body),
-      // The plain list of paths, as the notes import stores them (its dedupe compares them).
-      document_paths: (n.document_paths ?? []).map((d) => d.document_path),
+      document_paths: documentPathsOf(n),
       created_at: orNull(n.created_at),
       is_pinned: n.is_pinned ?? false,
       unpin_at: orNull(n.unpin_at),

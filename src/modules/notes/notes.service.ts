@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { requireCallerSupplier } from '../../core/suppliers.ts';
-import type { Note } from '../account-data/index.ts';
+import { documentPathsOf, type Note } from '../account-data/index.ts';
 import { lockImportedAccount, type ImportDeps } from '../imported-accounts/index.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import type { Caller } from '../../core/caller.ts';
@@ -63,7 +63,7 @@ export function matchNotes(known: StoredNote[], notes: Note[], now: Date): { res
 export function notesAsCreated(notes: readonly Note[], createdAt: Date): StoredNote[] {
   return notes.map((note) => ({
     body: note.body ?? null,
-    documentPaths: (note.document_paths ?? []).map((d) => d.document_path),
+    documentPaths: documentPathsOf(note),
     createdAt: note.created_at ? new Date(note.created_at) : createdAt,
   }));
 }
@@ -84,7 +84,7 @@ function repeats(stored: StoredNote, note: { body: string | null; documentPaths:
 function toNoteValues(note: Note): { body: string | null; documentPaths: string[]; createdAt: Date | null } {
   return {
     body: note.body !== undefined && note.body.trim() !== '' ? note.body : null,
-    documentPaths: (note.document_paths ?? []).map((d) => d.document_path),
+    documentPaths: documentPathsOf(note),
     createdAt: note.created_at ? new Date(note.created_at) : null,
   };
 }
