@@ -412,9 +412,39 @@ files:
 
   test('a quote never closed rejects the row it opened on, by that line, and the rows after it are read', async () => {
     const { rejects, customersOf, summary } = await convertExport(exportOf('unclosed-quote', { customers: 'ACC,GIVEN,FAMILY\nA1,Bob,Smith\n\nA2,"Ann,Jones\nA2,Al,Jones\nA3,Cy,Brown\n' }));
-    assert.deepEqual(rejects, ['customers.csv,4,,,malformed_row,a quote opened on line 4 is never closed; reading goes on at line 5']);
+    assert.deepEqual(rejects, ['customers.csv,4,A2,,malformed_row,a quote opened on line 4 is never closed; reading goes on at line 5']);
     assert.equal(summary.records, 3);
     assert.deepEqual([customersOf('A1'), customersOf('A2'), customersOf('A3')], [['Bob'], ['Al'], ['Cy']]);
+  });
+
+  test('text after a closing quote rejects that row alone, with its account number and its children; the rows up to the next quote are read', async () => {
+    // csv-parse, skipping such a row, reads on as if its quote were still open: every row up to the
+    // next quote in the file (here C1's) was swallowed with it, unreported.
+    const middle = Array.from({ length: 30 }, (_, i) => `B${String(i + 1).padStart(2, '0')},${i + 1} Mid St,LS1 4AP`);
+    const accounts = `ACC,STREET,PC\nA0,"Flat 1" High St,LS1 4AP\n${middle.join('\n')}\nC1,"Flat 2" Low St,LS1 4AP\nD1,4 High St,LS1 4AP\n`;
+    const customers = `ACC,GIVEN,FAMILY\nA0,Al,Smith\n${middle.map((row) => `${row.split(',')[0]},Bo,Jones`).join('\n')}\nC1,"Cy" x,Brown\nC1,Di,Brown\nD1,Ed,Green\n`;
+    const { records, rejects, customersOf, summary } = await convertExport(exportOf('stray-closing-quote', { accounts, customers }));
+    assert.deepEqual(records.map((r) => r.account.external_account_number), [...middle.map((row) => row.split(',')[0]), 'D1']);
+    assert.deepEqual(rejects, [
+      'accounts.csv,2,A0,,malformed_row,"text after the quote that closes a field (field 2): double a quote inside a quoted field ("""")"',
+      'customers.csv,2,A0,,account_rejected,its account (accounts.csv row 2) was rejected',
+      'accounts.csv,33,C1,,malformed_row,"text after the quote that closes a field (field 2): double a quote inside a quoted field ("""")"',
+      'customers.csv,33,C1,,account_rejected,its account (accounts.csv row 33) was rejected',
+      'customers.csv,34,C1,,account_rejected,its account (accounts.csv row 33) was rejected',
+    ]);
+    assert.equal(summary.rejects, 5);
+    assert.deepEqual([customersOf('B30'), customersOf('D1')], [['Bo'], ['Ed']]);
+  });
+
+  test('a quote inside a field that does not start with one rejects that row with its account number, in the rejects\' words', async () => {
+    const { records, rejects } = await convertExport(exportOf('stray-opening-quote', {
+      accounts: 'ACC,STREET,PC\nA1,1 "High" St,LS1 4AP\nA2,2 High St,LS1 4AP\nA3,3 High St,LS1 4AP\n',
+    }));
+    assert.deepEqual(records.map((r) => r.account.external_account_number), ['A2', 'A3']);
+    assert.deepEqual(rejects, [
+      'accounts.csv,2,A1,,malformed_row,"a quote inside a field that does not start with one (field 2): double a quote inside a quoted field ("""")"',
+      'customers.csv,2,A1,,account_rejected,its account (accounts.csv row 2) was rejected',
+    ]);
   });
 
   test('LF, CRLF and both in one file: one row a line, no \\r in any value', async () => {

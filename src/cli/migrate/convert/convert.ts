@@ -75,7 +75,7 @@ export async function convert(mapping: Mapping, options: ConvertOptions): Promis
 async function isSorted(file: FileMapping): Promise<boolean> {
   let last: string | undefined;
   const keyOnly = { columns: file.columns.slice(0, 1), positions: file.positions.slice(0, 1), keyOf: file.keyOf };
-  for await (const row of csvRows(file.path, file.csv, keyOnly, () => {})) {
+  for await (const row of csvRows(file.path, file.csv, keyOnly)) {
     if (last !== undefined && row.key < last) return false;
     last = row.key;
   }
@@ -88,8 +88,8 @@ class RowSource {
   private last: string | undefined;
   private constructor(readonly file: FileMapping, private readonly rows: AsyncIterator<Row>, private readonly checked: boolean) {}
 
-  static async open(file: FileMapping, sort: boolean, temp: string, chunkBytes: number, malformed: (r: Reject) => void): Promise<RowSource> {
-    const rows = csvRows(file.path, file.csv, file, (fault) => malformed({ file, row: fault.line, key: fault.key, column: fault.column, reason: fault.reason, detail: fault.detail }));
+  static async open(file: FileMapping, sort: boolean, temp: string, chunkBytes: number): Promise<RowSource> {
+    const rows = csvRows(file.path, file.csv, file);
     if (!sort) return RowSource.start(new RowSource(file, rows, true));
     const sorter = new ExternalSorter(temp, file.kind, chunkBytes);
     for await (const row of rows) await sorter.add(rowLine(row));
@@ -127,7 +127,7 @@ async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>,
     const reject = (r: Reject) => rejects.add(r);
     const accountsFile = mapping.files[0]!;
     const sources: RowSource[] = [];
-    for (const file of mapping.files) sources.push(await RowSource.open(file, toSort.has(file), temp, chunkBytes, reject));
+    for (const file of mapping.files) sources.push(await RowSource.open(file, toSort.has(file), temp, chunkBytes));
     const [accounts, ...children] = sources as [RowSource, ...RowSource[]];
     // Records come out in key order; when that is not the accounts file's order they are put back in it.
     const reorder = toSort.has(accountsFile) ? new ExternalSorter(temp, 'records', chunkBytes) : undefined;

@@ -3,12 +3,14 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { open } from 'node:fs/promises';
 import { isUtf8 } from 'node:buffer';
 import { parse, type CsvError, type Options } from 'csv-parse';
+import { parse as parseSync } from 'csv-parse/sync';
 import type { RejectReason } from './transforms.ts';
 
 // Reading a legacy CSV file with csv-parse: the header, then each row projected on the columns the
 // mapping uses. A row that cannot be read (a field count other than the header's, bytes that are
-// not in the file's encoding) comes out with its problem, so its account can take its children with
-// it; a stray quote is reported and skipped. One broken line never stops a conversion.
+// not in the file's encoding, a stray quote, a quote never closed) comes out with its problem and its
+// account number, so its account takes its children with it. One broken line never stops a
+// conversion, and never takes the rows after it.
 
 export interface CsvOptions { delimiter?: string; quote?: string; encoding?: 'utf8' | 'latin1' }
 
@@ -20,9 +22,6 @@ export interface RowFault { column: string; reason: RejectReason; detail: string
  * its join key (the first value, as the caller normalises it) and the projected values, key first.
  */
 export interface Row { line: number; key: string; values: string[]; fault?: RowFault }
-
-/** A reject found by the reader itself, with no row to carry it (a quote never closed). */
-export interface ReadFault extends RowFault { line: number; key: string }
 
 const parserOptions = (csv: CsvOptions): Options => ({
   delimiter: csv.delimiter ?? ',', quote: csv.quote ?? '"',
@@ -43,7 +42,7 @@ export class EmptyFile extends Error {
 
 /** The header's names, trimmed; an EmptyFile for a file with no line at all. */
 export async function readHeader(path: string, csv: CsvOptions): Promise<string[]> {
-  const parser = (await input(path)).pipe(parse({ ...parserOptions(csv), to: 1 }));
+  const parser = createReadStream(path, { start: await bomLength(path) }).pipe(parse({ ...parserOptions(csv), to: 1 }));
   for await (const record of parser) return (record as string[]).map((name) => name.trim());
   throw new EmptyFile(path);
 }
@@ -51,67 +50,133 @@ export async function readHeader(path: string, csv: CsvOptions): Promise<string[
 /** The columns a row is projected on (names for the rejects, positions in the header), and how the key is normalised for the join. */
 export interface Projection { columns: string[]; positions: number[]; keyOf?: ((raw: string) => string) | undefined }
 
-export async function* csvRows(path: string, csv: CsvOptions, projection: Projection, onFault: (fault: ReadFault) => void): AsyncGenerator<Row> {
+export async function* csvRows(path: string, csv: CsvOptions, projection: Projection): AsyncGenerator<Row> {
   const width = (await readHeader(path, csv)).length;
-  let start: Start = { line: 0 };
+  let start: Start = { line: 0, byte: await bomLength(path), header: true };
   for (;;) {
-    const unclosedAfter = yield* pass(path, csv, projection, width, start, onFault);
-    if (unclosedAfter === undefined) return;
-    // A quote opened and never closed swallows the rest of the file into one field. The row it
-    // opened on is left out, and reading starts again on the next line (csv-parse's from_line
-    // would still read the quote): the rows after it are read, and their accounts keep their
-    // children, instead of vanishing with it.
-    const opened = await lineWithText(path, unclosedAfter + 1);
-    if (!opened) return;
-    onFault({ line: opened.line, key: '', column: '', reason: 'malformed_row', detail: `a quote opened on line ${opened.line} is never closed; reading goes on at line ${opened.line + 1}` });
-    start = { line: opened.line, byte: opened.next };
+    const broken = yield* pass(path, csv, projection, width, start);
+    if (broken === undefined) return;
+    // csv-parse skips a row it cannot read, but not always cleanly: after text that follows a
+    // closing quote it goes on reading as if the quote were still open, and a quote never closed
+    // swallows the rest of the file. So the pass stops there; the broken row comes out with its
+    // problem, and the next pass starts on the line after it (after the line the quote opened on,
+    // for a quote never closed), so the rows after it are read.
+    const found = await brokenRow(path, csv, projection, broken);
+    if (!found) return;
+    yield found.row;
+    if (found.next === undefined) return;
+    start = { ...found.next, header: false };
   }
 }
 
-/** Where a pass starts: after `line` lines, at `byte` (undefined: the file's start, past a byte-order mark). */
-interface Start { line: number; byte?: number }
+/** Where a pass starts: after `line` lines, at `byte`, on the header line or not. */
+interface Start { line: number; byte: number; header: boolean }
 
-/** One parse from `fromLine`; returns the last line read when a quote was left open at the end. */
-async function* pass(path: string, csv: CsvOptions, { columns, positions, keyOf }: Projection, width: number, start: Start, onFault: (fault: ReadFault) => void): AsyncGenerator<Row, number | undefined> {
+/** A row csv-parse could not read: where it starts (the byte after the last row read, and that row's line), the line of the problem, and what it is. */
+interface Broken { fromByte: number; afterLine: number; errorLine: number; unclosed: boolean; detail: string }
+
+/** One parse from `start`, up to the first row it cannot read (returned) or the file's end (undefined). */
+async function* pass(path: string, csv: CsvOptions, { columns, positions, keyOf }: Projection, width: number, start: Start): AsyncGenerator<Row, Broken | undefined> {
   const parser = parse(parserOptions(csv));
+  const stream = createReadStream(path, { start: start.byte });
+  const watch = new Utf8Watch(csv.encoding !== 'latin1');
+  // Where the last row read ends (its line, and the byte after it): where a broken one begins, blank lines aside.
   let lastLine = start.line;
-  let unclosed = false;
+  let lastEnd = 0;
+  let broken: Broken | undefined;
   parser.on('skip', (error: CsvError & { lines?: number }) => {
-    if (error.code === 'CSV_QUOTE_NOT_CLOSED') { unclosed = true; return; }
-    // csv-parse may report one row twice (a stray quote, then the field count).
-    if (start.line + (error.lines ?? 0) === lastLine && lastLine > start.line) return;
-    lastLine = start.line + (error.lines ?? 0);
-    onFault({ line: lastLine, key: '', column: '', reason: 'malformed_row', detail: readError(error) });
+    if (broken) return;
+    broken = {
+      fromByte: start.byte + lastEnd, afterLine: lastLine, errorLine: start.line + (error.lines ?? 0),
+      unclosed: error.code === 'CSV_QUOTE_NOT_CLOSED', detail: readError(error),
+    };
+    // Nothing more is read in this pass; what the parser holds still passes through, and is dropped.
+    watch.unpipe(parser);
+    stream.destroy();
+    parser.end();
   });
   // The row's line is read from the parser as it hands the record on (its `info` option costs a
   // copy of the parser's state per record, a quarter of the parsing time); the projection is made
   // there too, so only the columns the mapping uses are kept.
   const push = parser.push.bind(parser);
-  const watch = new Utf8Watch(csv.encoding !== 'latin1');
-  let header = start.byte === undefined;
+  let header = start.header;
   parser.push = (record: string[] | null) => {
     if (record === null) return push(null);
+    if (broken) return true;
     lastLine = start.line + parser.info.lines;
+    lastEnd = parser.info.bytes;
     if (header) { header = false; return true; }
-    const row: Row = { line: lastLine, key: '', values: new Array<string>(positions.length) };
+    const row = projected(record, positions, keyOf, lastLine);
     for (let i = 0; i < positions.length; i++) {
-      const text = record[positions[i]!] ?? '';
-      row.values[i] = text;
-      if (watch.invalid && text.includes('\uFFFD')) row.fault ??= encodingFault(columns[i]!, text);
+      if (watch.invalid && row.values[i]!.includes('\uFFFD')) row.fault ??= encodingFault(columns[i]!, row.values[i]!);
     }
-    row.key = keyOf ? keyOf(row.values[0]!) : row.values[0]!;
     if (record.length !== width) row.fault = { column: '', reason: 'malformed_row', detail: `${record.length} fields where the header has ${width}` };
     return push(row);
   };
-  const stream = start.byte === undefined ? await input(path) : createReadStream(path, { start: start.byte });
   stream.on('error', (error) => parser.destroy(error));
   stream.pipe(watch).pipe(parser);
   yield* parser as AsyncIterable<Row>;
-  return unclosed ? lastLine : undefined;
+  return broken;
+}
+
+function projected(record: string[], positions: number[], keyOf: Projection['keyOf'], line: number): Row {
+  const row: Row = { line, key: '', values: new Array<string>(positions.length) };
+  for (let i = 0; i < positions.length; i++) row.values[i] = record[positions[i]!] ?? '';
+  row.key = keyOf ? keyOf(row.values[0]!) : row.values[0]!;
+  return row;
+}
+
+/**
+ * The broken row as a row with its problem: its line (the problem's; for a quote never closed, the
+ * line it opened on), and its values as its first line gives them, read leniently, so its account
+ * number is known and its account's children are rejected with it. `next`: where reading goes on.
+ */
+async function brokenRow(path: string, csv: CsvOptions, projection: Projection, broken: Broken): Promise<{ row: Row; next?: { line: number; byte: number } } | undefined> {
+  let line = broken.afterLine + 1;
+  let offset = broken.fromByte;
+  let first: { line: number; bytes: Buffer[] } | undefined;
+  let text = false;
+  for await (const chunk of createReadStream(path, { start: broken.fromByte }) as AsyncIterable<Buffer>) {
+    let pieceStart = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i]!;
+      if (byte === 0x0a) {
+        if (text && !first) first = { line, bytes: [chunk.subarray(pieceStart, i)] };
+        else if (first && first.line === line) first.bytes.push(chunk.subarray(pieceStart, i));
+        if (first && line >= (broken.unclosed ? first.line : broken.errorLine)) {
+          return { row: rowOf(first, csv, projection, broken), next: { line, byte: offset + i + 1 } };
+        }
+        line++;
+        text = false;
+        pieceStart = i + 1;
+      } else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) {
+        text = true;
+      }
+    }
+    if (first && first.line === line) first.bytes.push(chunk.subarray(pieceStart));
+    else if (text && !first) first = { line, bytes: [chunk.subarray(pieceStart)] };
+    offset += chunk.length;
+  }
+  return first ? { row: rowOf(first, csv, projection, broken) } : undefined;
+}
+
+function rowOf(first: { line: number; bytes: Buffer[] }, csv: CsvOptions, { positions, keyOf }: Projection, broken: Broken): Row {
+  const text = Buffer.concat(first.bytes).toString(csv.encoding ?? 'utf8').replace(/\r$/, '');
+  let fields: string[];
+  try {
+    fields = (parseSync(text, { delimiter: csv.delimiter ?? ',', quote: csv.quote ?? '"', relax_quotes: true, relax_column_count: true, to: 1 }) as string[][])[0] ?? [];
+  } catch {
+    fields = text.split(csv.delimiter ?? ',');
+  }
+  const line = broken.unclosed ? first.line : Math.max(broken.errorLine, first.line);
+  const detail = broken.unclosed ? `a quote opened on line ${first.line} is never closed; reading goes on at line ${first.line + 1}` : broken.detail;
+  return { ...projected(fields, positions, keyOf, line), fault: { column: '', reason: 'malformed_row', detail } };
 }
 
 // csv-parse's own words for a stray quote quote the field as it has read it so far; these say what to do.
 const STRAY_QUOTES: Record<string, string> = {
+  // csv-parse 7 names this one without its `CSV_` prefix.
+  INVALID_OPENING_QUOTE: 'a quote inside a field that does not start with one',
   CSV_INVALID_OPENING_QUOTE: 'a quote inside a field that does not start with one',
   CSV_INVALID_CLOSING_QUOTE: 'text after the quote that closes a field',
 };
@@ -164,29 +229,10 @@ function completeEnd(bytes: Buffer): number {
   return bytes.length;
 }
 
-/** The file's bytes after a UTF-8 byte-order mark, if it has one (by hand: a pass that starts again mid-file must not look for one). */
-async function input(path: string) {
+/** The length of the file's UTF-8 byte-order mark: 3, or 0 when it has none. */
+async function bomLength(path: string): Promise<number> {
   const file = await open(path);
   const head = Buffer.alloc(3);
   try { await file.read(head, 0, 3, 0); } finally { await file.close(); }
-  return createReadStream(path, { start: head.equals(Buffer.from([0xef, 0xbb, 0xbf])) ? 3 : 0 });
-}
-
-/** The first line at or after `from` that is not blank (where a row begins), and the byte after it. */
-async function lineWithText(path: string, from: number): Promise<{ line: number; next: number } | undefined> {
-  let line = 1;
-  let offset = 0;
-  let text = false;
-  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
-    for (let i = 0; i < chunk.length; i++) {
-      const byte = chunk[i]!;
-      if (byte === 0x0a) {
-        if (line >= from && text) return { line, next: offset + i + 1 };
-        line++;
-        text = false;
-      } else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) text = true;
-    }
-    offset += chunk.length;
-  }
-  return undefined;
+  return head.equals(Buffer.from([0xef, 0xbb, 0xbf])) ? 3 : 0;
 }
