@@ -462,7 +462,7 @@ export interface paths {
         };
         /**
          * Reconcile the job: legacy, file and store, measure by measure
-         * @description For each measure (accounts, customers, supply_points, meters, statements, transactions, notes, payment_instructions, balance_total, statements_gross_total): the job's `control_totals`, what the uploaded file holds, and what the store holds now for the items the records carry, read by their own keys (never from the records' outcomes). Counts are integers, money decimal strings summed exactly. The verdict is `incomplete` while the job is not finished, else `differs` when a measure differs, else `balanced`.
+         * @description For each measure (accounts, customers, supply_points, meters, statements, transactions, notes, payment_instructions, balance_total, statements_gross_total): the job's `control_totals`, what the uploaded file holds, and what the store holds now for the items the records carry, read by their own keys (never from the records' outcomes). Counts are integers, money decimal strings summed exactly. The verdict is `incomplete` while the job is not finished, else `differs` when a measure differs or any record is an exception (see the exceptions), else `balanced`.
          */
         get: operations["reconcileMigrationJob"];
         put?: never;
@@ -482,7 +482,7 @@ export interface paths {
         };
         /**
          * Records the store does not hold as sent (NDJSON, or CSV)
-         * @description In line order, one line per measure where a record's figure and the store's differ; a record whose account the store does not hold (or whose line could not be read) is one line with measure `not_migrated`. With `Accept: text/csv`, CSV with a header row: line, external_account_number, measure, file, migrated. A CSV text cell beginning with `=`, `+`, `-`, `@`, tab or carriage return is written with a leading `'`; sums of money are written as numbers.
+         * @description In line order, one line per measure where a record's figure and the store's differ; a record whose account the store does not hold (or whose line could not be read) is one line with measure `not_migrated`; a record that failed on an account the store holds is one line with measure `failed` first, since the store holds other data than its line sent even where every count and sum agrees. With `Accept: text/csv`, CSV with a header row: line, external_account_number, measure, file, migrated. A CSV text cell beginning with `=`, `+`, `-`, `@`, tab or carriage return is written with a leading `'`; sums of money are written as numbers.
          */
         get: operations["listMigrationJobExceptions"];
         put?: never;
@@ -1113,7 +1113,7 @@ export interface components {
                 verdict: "balanced" | "differs" | "not_declared";
             }[];
             /**
-             * @description incomplete while the job is not finished; else differs when a measure differs; else balanced.
+             * @description incomplete while the job is not finished; else differs when a measure differs or a record is an exception; else balanced.
              * @enum {string}
              */
             verdict: "balanced" | "differs" | "incomplete";
@@ -1124,13 +1124,13 @@ export interface components {
             line: number;
             external_account_number: string | null;
             /**
-             * @description not_migrated: the store holds no account for the record (or its line could not be read).
+             * @description not_migrated: the store holds no account for the record (or its line could not be read); failed: the store holds the record's account but the record failed, so the store holds other data than its line sent (a transaction or statement whose id it holds with other details, drift refused), even where every count and sum agrees; its errors are in the job's results.
              * @enum {string}
              */
-            measure: "accounts" | "customers" | "supply_points" | "meters" | "statements" | "transactions" | "notes" | "payment_instructions" | "balance_total" | "statements_gross_total" | "not_migrated";
-            /** @description What the line holds; null for not_migrated. */
+            measure: "accounts" | "customers" | "supply_points" | "meters" | "statements" | "transactions" | "notes" | "payment_instructions" | "balance_total" | "statements_gross_total" | "not_migrated" | "failed";
+            /** @description What the line holds; null for not_migrated and failed. */
             file: number | string | null;
-            /** @description What the store holds; null for not_migrated. */
+            /** @description What the store holds; null for not_migrated and failed. */
             migrated: number | string | null;
         };
         MigrationJobRecordSearch: {

@@ -182,6 +182,25 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
       + `2,'${b.external_account_number},not_migrated,,\r\n3,,not_migrated,,\r\n`);
   });
 
+  test('a record that failed on an account the store holds is a failed exception, and the report differs, though every count and sum agrees', async () => {
+    const { tenant, a, b } = await balancedJob();
+    // The book again, with A's charge dated otherwise: the store keeps its own (the same id and amount), the record fails.
+    const moved = record(a);
+    moved.transactions[0]!.transaction_date = '2024-03-09';
+    const id = await newJob(tenant);
+    await upload(tenant, id, `${JSON.stringify(moved)}\n${JSON.stringify(record(b))}\n`);
+    await runJob(tenant, id);
+    const failed = (await call(t.app, 'GET', `${BASE}${id}/records/?outcome=failed`, { token: tenant.token })).body.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    assert.deepEqual(failed.map((r: { line: number; errors: Array<{ code: string }> }) => [r.line, r.errors[0]!.code]), [[1, 'conflict']]);
+    const res = await report(tenant, id);
+    assert.deepEqual(Object.values(measuresOf(res.json)).map((m) => m[3]), MEASURES.map(() => 'not_declared'));
+    assert.equal(res.json.verdict, 'differs');
+    assert.equal(res.json.exceptions, 1);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 1, external_account_number: a.external_account_number, measure: 'failed', file: null, migrated: null },
+    ]);
+  });
+
   test('an account named on two lines counts once: the duplicate line sees nothing of it and differs as not migrated', async () => {
     const tenant = await createTenant(t);
     const a = accountPayload(tenant.supplier);

@@ -71,6 +71,8 @@ export interface RecordMeasuresRow {
   external_account_number: string | null;
   /** The store holds the record's account (false too when the line could not be read). */
   found: boolean;
+  /** The record failed: the store refused (part of) what its line sent, whatever the measures show. */
+  failed: boolean;
   file: Measured;
   migrated: Measured;
 }
@@ -106,7 +108,7 @@ const itemKeys = (items: string, key: string) =>
  */
 const measuredRecords = (jobId: string, supplierId: number, lines?: { from: number; to: number }) => sql`(
   WITH r AS MATERIALIZED (
-    SELECT r.line, r.external_account_number, a.id AS account_id, 1 AS f_accounts, r.file_customers AS f_customers,
+    SELECT r.line, r.external_account_number, a.id AS account_id, r.outcome = 'failed' AS failed, 1 AS f_accounts, r.file_customers AS f_customers,
       r.file_supply_points AS f_supply_points, r.file_meters AS f_meters, r.file_statements AS f_statements,
       r.file_transactions AS f_transactions, r.file_notes AS f_notes, r.file_payment_instructions AS f_payment_instructions,
       r.file_balance_total AS f_balance_total, r.file_statements_gross_total AS f_statements_gross_total,
@@ -133,7 +135,7 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
   no AS (SELECT r.line, (SELECT count(*) FROM jsonb_items_of(r.notes) AS n(v) WHERE EXISTS (SELECT 1 FROM notes AS o
       WHERE o.account_id = r.account_id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', ''))))::int AS n
     FROM r WHERE r.account_id IS NOT NULL)
-  SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found,
+  SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found, r.failed,
     r.f_accounts, r.f_customers, r.f_supply_points, r.f_meters, r.f_statements, r.f_transactions, r.f_notes,
     r.f_payment_instructions, r.f_balance_total, r.f_statements_gross_total,
     (r.account_id IS NOT NULL)::int AS s_accounts, COALESCE(cu.n, 0) AS s_customers, COALESCE(sp.n, 0) AS s_supply_points,
@@ -147,7 +149,7 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
 
 /** The job's records `from`..`to` (line numbers), in line order, with both sides of each measure. */
 export async function recordMeasures(db: Db, jobId: string, supplierId: number, lines: { from: number; to: number }): Promise<RecordMeasuresRow[]> {
-  const { rows } = await sql<RecordMeasuresRow>`SELECT m.line, m.external_account_number, m.found,
+  const { rows } = await sql<RecordMeasuresRow>`SELECT m.line, m.external_account_number, m.found, m.failed,
       ${MEASURE_JSON('m.f_')} AS file, ${MEASURE_JSON('m.s_')} AS migrated
     FROM ${measuredRecords(jobId, supplierId, lines)} ORDER BY m.line`.execute(db);
   return rows;
@@ -159,7 +161,7 @@ export type MigratedTotals = Measured & { exceptions: number };
 /**
  * The store's side of every measure summed over the job's records (all, or the lines `from`..`to`),
  * and the number of exception lines they make (one for a record the store does not hold, else one per
- * measure that differs), in one statement: the sums of money are numeric in SQL and reach JS as text,
+ * measure that differs and one more when the record failed), in one statement: the sums of money are numeric in SQL and reach JS as text,
  * so nothing passes a float.
  */
 export async function migratedTotals(trx: Transaction<Database>, jobId: string, supplierId: number, lines?: { from: number; to: number }): Promise<MigratedTotals> {
@@ -171,7 +173,7 @@ export async function migratedTotals(trx: Transaction<Database>, jobId: string, 
     ...MONEY_MEASURES.map((c) => `COALESCE(sum(m.s_${c}), 0)::text AS ${c}`)].join(', '));
   const differing = sql.raw([...COUNT_MEASURES, ...MONEY_MEASURES].map((c) => `(m.f_${c} <> m.s_${c})::int`).join(' + '));
   const { rows } = await sql<MigratedTotals>`SELECT ${sums},
-      COALESCE(sum(CASE WHEN m.found THEN ${differing} ELSE 1 END), 0)::int AS exceptions
+      COALESCE(sum(CASE WHEN m.found THEN ${differing} + m.failed::int ELSE 1 END), 0)::int AS exceptions
     FROM ${measuredRecords(jobId, supplierId, lines)}`.execute(trx);
   return rows[0]!;
 }

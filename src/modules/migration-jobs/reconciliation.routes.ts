@@ -27,7 +27,7 @@ export const reconciliationRoutes: FastifyPluginAsync<{ store: Store }> = async 
         + 'payment_instructions, balance_total, statements_gross_total): the job\'s `control_totals`, what the uploaded file holds, '
         + 'and what the store holds now for the items the records carry, read by their own keys (never from the records\' '
         + 'outcomes). Counts are integers, money decimal strings summed exactly. The verdict is `incomplete` while the job is not '
-        + 'finished, else `differs` when a measure differs, else `balanced`.',
+        + 'finished, else `differs` when a measure differs or any record is an exception (see the exceptions), else `balanced`.',
       params: JobPathParams,
       response: {
         200: answer(ReconciliationReport, 'The reconciliation report.', RECONCILIATION),
@@ -42,7 +42,9 @@ export const reconciliationRoutes: FastifyPluginAsync<{ store: Store }> = async 
     schema: {
       tags: TAGS, operationId: 'listMigrationJobExceptions', summary: 'Records the store does not hold as sent (NDJSON, or CSV)',
       description: 'In line order, one line per measure where a record\'s figure and the store\'s differ; a record whose account the '
-        + 'store does not hold (or whose line could not be read) is one line with measure `not_migrated`. With `Accept: text/csv`, '
+        + 'store does not hold (or whose line could not be read) is one line with measure `not_migrated`; a record that failed on an '
+        + 'account the store holds is one line with measure `failed` first, since the store holds other data than its line sent even '
+        + 'where every count and sum agrees. With `Accept: text/csv`, '
         + 'CSV with a header row: line, external_account_number, measure, file, migrated. A CSV text cell beginning with `=`, `+`, '
         + '`-`, `@`, tab or carriage return is written with a leading `\'`; sums of money are written as numbers.',
       params: JobPathParams,

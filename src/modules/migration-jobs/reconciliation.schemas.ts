@@ -8,7 +8,7 @@ import { JOB_STATES, MEASURES } from './migration-jobs.schemas.ts';
 export const MEASURE_VERDICTS = ['balanced', 'differs', 'not_declared'] as const;
 export type MeasureVerdict = (typeof MEASURE_VERDICTS)[number];
 export const REPORT_VERDICTS = ['balanced', 'differs', 'incomplete'] as const;
-export const EXCEPTION_MEASURES = [...MEASURES, 'not_migrated'] as const;
+export const EXCEPTION_MEASURES = [...MEASURES, 'not_migrated', 'failed'] as const;
 
 /** A count (an integer) or a sum of money (a decimal string). */
 const Figure = (description: string) => Type.Unsafe<number | string>({ type: ['integer', 'string'], description });
@@ -38,7 +38,7 @@ export const ReconciliationReport = Type.Object({
   started_at: Nullable(Type.String(), 'UTC.'),
   finished_at: Nullable(Type.String(), 'UTC.'),
   measures: Type.Array(MeasureLine),
-  verdict: Choice(REPORT_VERDICTS, 'incomplete while the job is not finished; else differs when a measure differs; else balanced.'),
+  verdict: Choice(REPORT_VERDICTS, 'incomplete while the job is not finished; else differs when a measure differs or a record is an exception; else balanced.'),
   exceptions: Type.Integer({ description: 'The lines of the exceptions list.' }),
 }, { $id: 'MigrationJobReconciliation' });
 export type ReconciliationReport = Static<typeof ReconciliationReport>;
@@ -46,9 +46,12 @@ export type ReconciliationReport = Static<typeof ReconciliationReport>;
 export const ExceptionLine = Type.Object({
   line: Type.Integer(),
   external_account_number: Nullable(Type.String()),
-  measure: Choice(EXCEPTION_MEASURES, 'not_migrated: the store holds no account for the record (or its line could not be read).'),
-  file: NullableFigure('What the line holds; null for not_migrated.'),
-  migrated: NullableFigure('What the store holds; null for not_migrated.'),
+  measure: Choice(EXCEPTION_MEASURES, 'not_migrated: the store holds no account for the record (or its line could not be read); '
+    + 'failed: the store holds the record\'s account but the record failed, so the store holds other data than its line sent '
+    + '(a transaction or statement whose id it holds with other details, drift refused), even where every count and sum agrees; '
+    + 'its errors are in the job\'s results.'),
+  file: NullableFigure('What the line holds; null for not_migrated and failed.'),
+  migrated: NullableFigure('What the store holds; null for not_migrated and failed.'),
 }, { $id: 'MigrationJobReconciliationException' });
 export type ExceptionLine = Static<typeof ExceptionLine>;
 

@@ -42,8 +42,12 @@ async function* measuredRecords(db: Db, job: { id: string; supplier_id: number; 
 function exceptionsOf(row: repo.RecordMeasuresRow): ExceptionLine[] {
   const base = { line: row.line, external_account_number: row.external_account_number };
   if (!row.found) return [{ ...base, measure: 'not_migrated', file: null, migrated: null }];
-  return MEASURES.filter((m) => !sameFigure(m, row.file[m], row.migrated[m]))
-    .map((m) => ({ ...base, measure: m, file: shown(m, row.file[m]), migrated: shown(m, row.migrated[m]) }));
+  // A record that failed on an account the store holds (a transaction whose id it holds with another
+  // date, drift refused): the measures, counts and sums, may all agree while the store holds other
+  // data than the line sent.
+  const failed: ExceptionLine[] = row.failed ? [{ ...base, measure: 'failed', file: null, migrated: null }] : [];
+  return [...failed, ...MEASURES.filter((m) => !sameFigure(m, row.file[m], row.migrated[m]))
+    .map((m) => ({ ...base, measure: m, file: shown(m, row.file[m]), migrated: shown(m, row.migrated[m]) }))];
 }
 
 /**
@@ -77,7 +81,7 @@ export async function reconcile(store: Store, caller: Caller, id: string): Promi
   const totals = await repo.fileTotalsOf(db, job.id);
   const { exceptions, ...migrated } = await storeSide(store, job);
   const measures = MEASURES.map((m) => measureLine(m, totals.control_totals[m], totals[m], migrated[m]));
-  const verdict = !isFinished(job.state) ? 'incomplete' : measures.some((m) => m.verdict === 'differs') ? 'differs' : 'balanced';
+  const verdict = !isFinished(job.state) ? 'incomplete' : measures.some((m) => m.verdict === 'differs') || exceptions > 0 ? 'differs' : 'balanced';
   return {
     job_id: job.id,
     import_supplier: job.supplier_code,
