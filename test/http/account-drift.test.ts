@@ -124,6 +124,56 @@ describe('drift of an already imported account', () => {
     assert.deepEqual(record.warnings, []);
   });
 
+  test('every field the service keeps is compared: metadata, a customer\'s other fields, a point\'s own fields, agreements, meters, registers, readings', async () => {
+    const tenant = await createTenant(t);
+    const { payload, number } = await stageAndCreate(t, tenant);
+    const changed: any = structuredClone(payload);
+    changed.metadata[1].value.days = 30;
+    const customer = changed.customers[0];
+    customer.alternative_phone_numbers[0].phone_number = '+441174960999';
+    customer.date_of_birth = '1980-04-13';
+    customer.customer_preferences.opted_into_offers = true;
+    const [point, heater] = changed.supply_addresses[0].supply_points;
+    point.location_description = 'Hall cupboard';
+    point.agreements[1].tariff_code = 'FIX-24M-2024';
+    point.meters[0].serial_number = `${point.meters[0].serial_number}X`;
+    point.meters[0].meter_type.model = 'E470-2';
+    point.meters[0].registers[1].multiplier = 2;
+    point.transfer_readings[0].value = '18234.8';
+    heater.tank_configuration = 'Horizontal, cellar';
+    const at = 'account.supply_addresses.0.supply_points';
+    const was: any = payload;
+    const expected = [
+      ['account.metadata.1.value.days', 14, 30],
+      ['account.customers.0.alternative_phone_numbers.0.phone_number', was.customers[0].alternative_phone_numbers[0].phone_number, '+441174960999'],
+      ['account.customers.0.date_of_birth', '1980-04-12', '1980-04-13'],
+      ['account.customers.0.customer_preferences.opted_into_offers', false, true],
+      [`${at}.0.location_description`, 'Cupboard under the stairs', 'Hall cupboard'],
+      [`${at}.0.agreements.1.tariff_code`, 'FIX-12M-2024', 'FIX-24M-2024'],
+      [`${at}.0.meters.0.serial_number`, was.supply_addresses[0].supply_points[0].meters[0].serial_number, point.meters[0].serial_number],
+      [`${at}.0.meters.0.meter_type.model`, 'E470', 'E470-2'],
+      [`${at}.0.meters.0.registers.1.multiplier`, 1.5, 2],
+      [`${at}.0.transfer_readings.0.value`, 18234.7, 18234.8],
+      [`${at}.1.tank_configuration`, 'Vertical, loft', 'Horizontal, cellar'],
+    ];
+    const warned = await runJob(tenant, [{ account: changed }]);
+    assert.equal(warned.results[0].outcome, 'succeeded');
+    assert.equal(warned.results[0].service_account_number, number);
+    assert.deepEqual(warned.results[0].warnings.map((w: any) => [w.attr, w.stored, w.sent]), expected);
+    const failed = await runJob(tenant, [{ account: changed }], { on_drift: 'fail' });
+    assert.equal(failed.results[0].outcome, 'failed');
+    assert.deepEqual(failed.results[0].errors.map((e: any) => e.attr), expected.map(([attr]) => attr));
+
+    // One agreement fewer, one reading more: the lists' lengths.
+    const lists: any = structuredClone(payload);
+    lists.supply_addresses[0].supply_points[0].agreements.pop();
+    lists.supply_addresses[0].supply_points[0].transfer_readings.push({ register_type: 'KWH_IMPORT', read_date: '2024-04-30', value: '18300' });
+    const { results } = await runJob(tenant, [{ account: lists }]);
+    assert.deepEqual(results[0].warnings.map((w: any) => [w.attr, w.stored, w.sent]), [
+      [`${at}.0.agreements.length`, 2, 1], [`${at}.0.transfer_readings.length`, 2, 3],
+    ]);
+  });
+
   test('on_drift warn: more than 20 differences give the first 20 warnings, in the order compared', async () => {
     const tenant = await createTenant(t);
     const { changed, number } = await importedAndChangedEverywhere(tenant);

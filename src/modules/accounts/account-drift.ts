@@ -3,14 +3,18 @@ import type { Database } from '../../db/schema.ts';
 import type { AccountData } from '../account-data/index.ts';
 import { withNormalisedPostcodes } from '../account-data/index.ts';
 import { accountTreeRows } from '../account-imports/index.ts';
-import { findAccountWithTeam, findCustomers, findSupplyAddresses, findSupplyPoints } from './account-read.repository.ts';
+import { findAccountWithTeam, findStoredTree, findSupplyAddresses } from './account-read.repository.ts';
 
 // Drift: what a record sends for an account that is already imported, compared field by field with
 // what the service stored, so a difference is reported rather than waved through. The sent data is
 // first put in its stored form (normalised postcodes, absent as null: the rows the create would
-// write), so only real differences show. Compared: the billing address, unknown_occupier, each
-// customer's names, email and phone numbers, each supply address, and each supply point's kind,
-// identifier and dates; customers, addresses and points by position, and their numbers.
+// write), so only real differences show. Compared: every field the service keeps of the account
+// below its identity: the billing address, unknown_occupier, metadata; each customer whole (names,
+// email, phone numbers, alternative numbers, date of birth, preferences); each supply address; each
+// supply point whole (its kind, identifier, dates and its kind's own fields), its agreements, its
+// meters with their registers, and its transfer readings. Lists are compared by position, with their
+// lengths; free-form values (metadata, a meter's type) leaf by leaf. Notes, statements and
+// transactions are history, matched item by item by their imports (a differing one is a conflict).
 
 export type DriftValue = string | number | boolean | null;
 export interface Drift { code: 'account_differs'; attr: string; detail: string; stored: DriftValue; sent: DriftValue }
@@ -33,14 +37,41 @@ class DriftList {
     });
   }
 
-  fields<K extends string>(prefix: string, stored: Record<K, DriftValue>, sent: Record<K, DriftValue>, keys: readonly K[]): void {
-    for (const key of keys) this.compare(`${prefix}${key}`, stored[key], sent[key]);
+  fields<K extends string>(prefix: string, stored: Record<K, unknown>, sent: Record<K, unknown>, keys: readonly K[]): void {
+    for (const key of keys) this.json(`${prefix}${key}`, stored[key], sent[key]);
+  }
+
+  /** A value compared leaf by leaf: objects key by key (absent as null), lists item by item with their lengths. */
+  json(attr: string, stored: unknown, sent: unknown): void {
+    if (this.full) return;
+    if (Array.isArray(stored) && Array.isArray(sent)) {
+      this.compare(`${attr}.length`, stored.length, sent.length);
+      for (let i = 0; i < Math.min(stored.length, sent.length); i++) this.json(`${attr}.${i}`, stored[i], sent[i]);
+    } else if (isObject(stored) && isObject(sent)) {
+      for (const key of new Set([...Object.keys(sent), ...Object.keys(stored)])) this.json(`${attr}.${key}`, stored[key], sent[key]);
+    } else {
+      this.compare(attr, leaf(stored), leaf(sent));
+    }
+  }
+
+  /** A numeric column (kept as decimal text) against the number sent. */
+  decimal(attr: string, stored: string | number | null, sent: string | number | null): void {
+    this.compare(attr, stored === null ? null : Number(stored), sent === null ? null : Number(sent));
   }
 }
 
-const CUSTOMER_FIELDS = ['given_name', 'family_name', 'email', 'mobile', 'landline'] as const;
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const leaf = (value: unknown): DriftValue => (value === undefined || value === null ? null
+  : typeof value === 'object' ? JSON.stringify(value) : value as DriftValue);
+
+const CUSTOMER_FIELDS = ['given_name', 'family_name', 'email', 'mobile', 'landline', 'alternative_phone_numbers', 'date_of_birth'] as const;
+const PREFERENCES = ['opted_into_updates', 'opted_into_offers', 'opted_into_sms'] as const;
 const ADDRESS_FIELDS = ['supply_address1', 'supply_address2', 'supply_address3', 'supply_address4', 'supply_postcode', 'customer_at_supply_address_from_date'] as const;
 const POINT_FIELDS = ['supply_type', 'identifier', 'supply_start_date', 'last_billed_to_date'] as const;
+const AGREEMENT_FIELDS = ['tariff_code', 'effective_from'] as const;
+const METER_FIELDS = ['serial_number', 'subgroup', 'seal_date', 'meter_number', 'status', 'active_from', 'meter_type'] as const;
+const REGISTER_FIELDS = ['register_type', 'whole_digits', 'decimal_digits', 'active_from'] as const;
+const READING_FIELDS = ['register_type', 'read_date'] as const;
 
 /**
  * The differences (at most MAX_DRIFT) between `data` and the account of the same external number
@@ -50,9 +81,8 @@ export async function findAccountDrift(db: Kysely<Database>, supplierId: number,
   const sent = withNormalisedPostcodes(data);
   const account = await findAccountWithTeam(db, supplierId, sent.external_account_number);
   if (!account) return [];
-  const [customers, addresses, points] = [
-    await findCustomers(db, account.id), await findSupplyAddresses(db, account.id), await findSupplyPoints(db, account.id),
-  ];
+  const addresses = await findSupplyAddresses(db, account.id);
+  const stored = await findStoredTree(db, account.id);
   const rows = accountTreeRows(sent);
   const drift = new DriftList(sent.external_account_number);
   const billing = sent.billing_address;
@@ -62,25 +92,74 @@ export async function findAccountDrift(db: Kysely<Database>, supplierId: number,
   drift.compare('billing_address.country', account.billing_country, billing.country);
   drift.compare('billing_address.postal_code', account.billing_postal_code, billing.postal_code);
   drift.compare('unknown_occupier', account.unknown_occupier, sent.unknown_occupier ?? null);
+  drift.json('metadata', stored.metadata, sent.metadata ?? []);
 
-  drift.compare('customers.length', customers.length, rows.customers.length);
+  drift.compare('customers.length', stored.customers.length, rows.customers.length);
   rows.customers.forEach((customer, i) => {
-    const stored = customers[i];
-    if (stored) drift.fields(`customers.${i}.`, stored, customer, CUSTOMER_FIELDS);
+    const was = stored.customers[i];
+    if (!was) return;
+    drift.fields(`customers.${i}.`, was, customer, CUSTOMER_FIELDS);
+    drift.fields(`customers.${i}.customer_preferences.`, was, customer, PREFERENCES);
   });
 
   drift.compare('supply_addresses.length', addresses.length, rows.addresses.length);
   rows.addresses.forEach((address, i) => {
-    const stored = addresses[i];
-    if (!stored) return;
-    drift.fields(`supply_addresses.${i}.`, stored, address, ADDRESS_FIELDS);
-    const storedPoints = points.filter((p) => p.supply_address_id === stored.id);
+    const was = addresses[i];
+    if (!was) return;
+    drift.fields(`supply_addresses.${i}.`, was, address, ADDRESS_FIELDS);
+    const storedPoints = stored.points.filter((p) => p.supply_address_id === was.id);
     const sentPoints = rows.points.filter((p) => p.address === i);
     drift.compare(`supply_addresses.${i}.supply_points.length`, storedPoints.length, sentPoints.length);
-    sentPoints.forEach((point) => {
+    for (const point of sentPoints) {
       const storedPoint = storedPoints[point.point];
-      if (storedPoint) drift.fields(`supply_addresses.${i}.supply_points.${point.point}.`, storedPoint, point, POINT_FIELDS);
-    });
+      if (!storedPoint) continue;
+      const at = `supply_addresses.${i}.supply_points.${point.point}`;
+      drift.fields(`${at}.`, storedPoint, point, POINT_FIELDS);
+      // The kind's own fields, kept together: key by key, under the point's own path.
+      drift.json(at, storedPoint.details, point.details);
+      pointChildren(drift, at, stored, storedPoint.id, rows, point);
+    }
   });
   return drift.found;
+}
+
+type StoredTree = Awaited<ReturnType<typeof findStoredTree>>;
+type SentTree = ReturnType<typeof accountTreeRows>;
+const ofPoint = <R extends { address: number; point: number }>(list: R[], { address, point }: { address: number; point: number }) =>
+  list.filter((r) => r.address === address && r.point === point);
+
+/** A supply point's agreements, meters (each with its registers) and transfer readings, by position. */
+function pointChildren(drift: DriftList, at: string, stored: StoredTree, pointId: number, rows: SentTree, point: { address: number; point: number }): void {
+  const agreements = stored.agreements.filter((a) => a.supply_point_id === pointId);
+  const sentAgreements = ofPoint(rows.agreements, point);
+  drift.compare(`${at}.agreements.length`, agreements.length, sentAgreements.length);
+  sentAgreements.forEach((a, k) => { if (agreements[k]) drift.fields(`${at}.agreements.${k}.`, agreements[k], a, AGREEMENT_FIELDS); });
+
+  const meters = stored.meters.filter((m) => m.supply_point_id === pointId);
+  const sentMeters = ofPoint(rows.meters, point);
+  drift.compare(`${at}.meters.length`, meters.length, sentMeters.length);
+  sentMeters.forEach((m, k) => {
+    const meter = meters[k];
+    if (!meter) return;
+    drift.fields(`${at}.meters.${k}.`, meter, m, METER_FIELDS);
+    const registers = stored.registers.filter((r) => r.meter_id === meter.id);
+    const sentRegisters = ofPoint(rows.registers, point).filter((r) => r.meter === k);
+    drift.compare(`${at}.meters.${k}.registers.length`, registers.length, sentRegisters.length);
+    sentRegisters.forEach((r, n) => {
+      const register = registers[n];
+      if (!register) return;
+      drift.fields(`${at}.meters.${k}.registers.${n}.`, register, r, REGISTER_FIELDS);
+      drift.decimal(`${at}.meters.${k}.registers.${n}.multiplier`, register.multiplier, r.multiplier ?? null);
+    });
+  });
+
+  const readings = stored.readings.filter((r) => r.supply_point_id === pointId);
+  const sentReadings = ofPoint(rows.readings, point);
+  drift.compare(`${at}.transfer_readings.length`, readings.length, sentReadings.length);
+  sentReadings.forEach((r, k) => {
+    const reading = readings[k];
+    if (!reading) return;
+    drift.fields(`${at}.transfer_readings.${k}.`, reading, r, READING_FIELDS);
+    drift.decimal(`${at}.transfer_readings.${k}.value`, reading.value, r.value);
+  });
 }

@@ -47,3 +47,24 @@ export function findActivePaymentInstruction(db: Db, accountId: number) {
     .where('payment_instructions.account_id', '=', accountId).where('payment_instructions.active', '=', true)
     .executeTakeFirst();
 }
+
+/**
+ * Everything the service keeps of an account's tree below its account row, for drift: its metadata,
+ * its customers, its supply points and every row below them (each with the id its children name), in
+ * position order.
+ */
+export async function findStoredTree(db: Db, accountId: number) {
+  const points = db.selectFrom('supply_points').select('id').where('account_id', '=', accountId);
+  const [account, customers, supplyPoints, agreements, meters, registers, readings] = [
+    await db.selectFrom('accounts').select('metadata').where('id', '=', accountId).executeTakeFirstOrThrow(),
+    await db.selectFrom('customers').selectAll().where('account_id', '=', accountId).orderBy('position').execute(),
+    await db.selectFrom('supply_points').selectAll().where('account_id', '=', accountId).orderBy('supply_address_id').orderBy('position').execute(),
+    await db.selectFrom('agreements').selectAll().where('supply_point_id', 'in', points).orderBy('supply_point_id').orderBy('position').execute(),
+    await db.selectFrom('meters').selectAll().where('supply_point_id', 'in', points).orderBy('supply_point_id').orderBy('position').execute(),
+    await db.selectFrom('registers').selectAll()
+      .where('meter_id', 'in', db.selectFrom('meters').select('id').where('supply_point_id', 'in', points))
+      .orderBy('meter_id').orderBy('position').execute(),
+    await db.selectFrom('transfer_readings').selectAll().where('supply_point_id', 'in', points).orderBy('supply_point_id').orderBy('position').execute(),
+  ];
+  return { metadata: account.metadata, customers, points: supplyPoints, agreements, meters, registers, readings };
+}
