@@ -381,12 +381,29 @@ files:
   test('bytes that are not UTF-8 reject the row as invalid_encoding, naming the column and the encoding setting; with encoding latin1 they are read', async () => {
     const customers = Buffer.concat([Buffer.from('ACC,GIVEN,FAMILY\nA1,Bob,Smith\nA2,Zo'), Buffer.from([0xeb]), Buffer.from(',M'), Buffer.from([0xfc]), Buffer.from('ller\nA3,Cy,Brown\n')]);
     const utf8 = await convertExport(exportOf('latin1-as-utf8', { customers }));
-    assert.deepEqual(utf8.rejects, ['customers.csv,3,A2,GIVEN,invalid_encoding,"GIVEN has bytes that are not UTF-8 (read as ""Zo\uFFFD""); if the file is Latin-1, give encoding: latin1 in the mapping\'s csv settings"']);
+    assert.deepEqual(utf8.rejects, ['customers.csv,3,A2,GIVEN,invalid_encoding,"GIVEN has bytes that are not UTF-8 (read as ""Zo\uFFFD""); '
+      + 'if the file is Windows-1252 (most exports from Windows) give encoding: windows-1252 in the mapping\'s csv settings, if it is Latin-1 (ISO-8859-1) encoding: latin1"']);
     assert.deepEqual(utf8.customersOf('A2'), []);
     assert.doesNotMatch(utf8.lines.join('\n'), /\uFFFD/);
     const latin1 = await convertExport(exportOf('latin1', { customers }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: latin1}\n')));
     assert.equal(latin1.summary.rejects, 0);
     assert.deepEqual(latin1.records[1].account.customers[0], { given_name: 'Zoë', family_name: 'Müller' });
+  });
+
+  test('a Windows-1252 export: read with encoding windows-1252 (its 0x80-0x9F as Windows has them); read as Latin-1 its rows are refused, not stored with control characters', async () => {
+    // O’Neil (0x92), €uro (0x80), and a byte Windows-1252 leaves undefined (0x81).
+    const customers = Buffer.concat([Buffer.from('ACC,GIVEN,FAMILY\nA1,Bob,O'), Buffer.from([0x92]), Buffer.from('Neil\nA2,'), Buffer.from([0x80]),
+      Buffer.from('uro,Jones\nA3,C'), Buffer.from([0x81]), Buffer.from('y,Brown\n')]);
+    const windows = await convertExport(exportOf('windows-1252', { customers }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: windows-1252}\n')));
+    assert.deepEqual(windows.records[0].account.customers[0], { given_name: 'Bob', family_name: 'O\u2019Neil' });
+    assert.deepEqual(windows.customersOf('A2'), ['\u20acuro']);
+    assert.deepEqual(windows.rejects, ['customers.csv,4,A3,GIVEN,invalid_encoding,"GIVEN has the byte 0x81, which Windows-1252 does not define"']);
+    const latin1 = await convertExport(exportOf('windows-1252-as-latin1', { customers }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: latin1}\n')));
+    assert.deepEqual(latin1.records.map((r) => r.account.customers), [[], [], []]);
+    assert.deepEqual(latin1.rejects.map((line) => line.split(',').slice(0, 5).join(',')), [
+      'customers.csv,2,A1,FAMILY,invalid_encoding', 'customers.csv,3,A2,GIVEN,invalid_encoding', 'customers.csv,4,A3,GIVEN,invalid_encoding']);
+    assert.match(latin1.rejects[0]!, /FAMILY has bytes 0x80-0x9F, control characters in Latin-1 \(read as ""O\u0092Neil""\); an export from Windows is usually Windows-1252: give encoding: windows-1252/);
+    assert.doesNotMatch(latin1.lines.join('\n'), /[\u0080-\u009f]/);
   });
 
   test('a file that is UTF-8 throughout keeps a U+FFFD of its own, and a character cut by the read\'s 64 KiB chunks is not taken for a bad byte', async () => {

@@ -12,7 +12,7 @@ import type { RejectReason } from './transforms.ts';
 // account number, so its account takes its children with it. One broken line never stops a
 // conversion, and never takes the rows after it.
 
-export interface CsvOptions { delimiter?: string; quote?: string; encoding?: 'utf8' | 'latin1' }
+export interface CsvOptions { delimiter?: string; quote?: string; encoding?: 'utf8' | 'latin1' | 'windows-1252' }
 
 /** Why a row cannot be used, found while reading it. */
 export interface RowFault { column: string; reason: RejectReason; detail: string }
@@ -27,7 +27,8 @@ const parserOptions = (csv: CsvOptions): Options => ({
   delimiter: csv.delimiter ?? ',', quote: csv.quote ?? '"',
   // csv-parse decodes each field, and turns bytes that are not UTF-8 into U+FFFD: Utf8Watch tells
   // such a field from one that holds U+FFFD itself, so a Latin-1 export read as UTF-8 is refused.
-  encoding: csv.encoding ?? 'utf8',
+  // Windows-1252 is read as Latin-1, byte for character, and its 0x80-0x9F mapped after (singleByte).
+  encoding: byteEncoding(csv),
   // Both line endings, mixed in one file too (an export concatenated from two systems): a file's
   // first line does not decide, so no row keeps a '\r' and none is merged with the next.
   record_delimiter: ['\r\n', '\n'],
@@ -79,7 +80,8 @@ interface Broken { fromByte: number; afterLine: number; errorLine: number; unclo
 async function* pass(path: string, csv: CsvOptions, { columns, positions, keyOf }: Projection, width: number, start: Start): AsyncGenerator<Row, Broken | undefined> {
   const parser = parse(parserOptions(csv));
   const stream = createReadStream(path, { start: start.byte });
-  const watch = new Utf8Watch(csv.encoding !== 'latin1');
+  const watch = new Utf8Watch(byteEncoding(csv) === 'utf8');
+  const single = singleByte(csv);
   // Where the last row read ends (its line, and the byte after it): where a broken one begins, blank lines aside.
   let lastLine = start.line;
   let lastEnd = 0;
@@ -109,7 +111,13 @@ async function* pass(path: string, csv: CsvOptions, { columns, positions, keyOf 
     const row = projected(record, positions, keyOf, lastLine);
     for (let i = 0; i < positions.length; i++) {
       if (watch.invalid && row.values[i]!.includes('\uFFFD')) row.fault ??= encodingFault(columns[i]!, row.values[i]!);
+      if (single && C1.test(row.values[i]!)) {
+        const read = single(row.values[i]!, columns[i]!);
+        if (typeof read === 'string') row.values[i] = read;
+        else row.fault ??= read;
+      }
     }
+    if (single) row.key = keyOf ? keyOf(row.values[0]!) : row.values[0]!;
     if (record.length !== width) row.fault = { column: '', reason: 'malformed_row', detail: `${record.length} fields where the header has ${width}` };
     return push(row);
   };
@@ -161,7 +169,7 @@ async function brokenRow(path: string, csv: CsvOptions, projection: Projection, 
 }
 
 function rowOf(first: { line: number; bytes: Buffer[] }, csv: CsvOptions, { positions, keyOf }: Projection, broken: Broken): Row {
-  const text = Buffer.concat(first.bytes).toString(csv.encoding ?? 'utf8').replace(/\r$/, '');
+  const text = Buffer.concat(first.bytes).toString(byteEncoding(csv)).replace(/\r$/, '');
   let fields: string[];
   try {
     fields = (parseSync(text, { delimiter: csv.delimiter ?? ',', quote: csv.quote ?? '"', relax_quotes: true, relax_column_count: true, to: 1 }) as string[][])[0] ?? [];
@@ -187,8 +195,47 @@ function readError(error: CsvError & { column?: number }): string {
 
 const encodingFault = (column: string, text: string): RowFault => ({
   column, reason: 'invalid_encoding',
-  detail: `${column} has bytes that are not UTF-8 (read as "${text}"); if the file is Latin-1, give encoding: latin1 in the mapping's csv settings`,
+  detail: `${column} has bytes that are not UTF-8 (read as "${text}"); if the file is Windows-1252 (most exports from Windows) `
+    + `give encoding: windows-1252 in the mapping's csv settings, if it is Latin-1 (ISO-8859-1) encoding: latin1`,
 });
+
+const byteEncoding = (csv: CsvOptions): 'utf8' | 'latin1' => (csv.encoding === undefined || csv.encoding === 'utf8' ? 'utf8' : 'latin1');
+
+/** Bytes 0x80-0x9F, read as Latin-1: control characters in Latin-1, letters and signs in Windows-1252. */
+const C1 = /[\u0080-\u009f]/;
+// Windows-1252's characters for 0x80-0x9F; a space where it has none (0x81, 0x8D, 0x8F, 0x90, 0x9D).
+const WINDOWS_1252 = '\u20ac \u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152 \u017d  '
+  + '\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153 \u017e\u0178';
+
+/**
+ * For a single-byte encoding, what becomes of a value read as Latin-1 that holds 0x80-0x9F: in
+ * Windows-1252 the value with those characters (a fault for the five bytes it leaves undefined); in
+ * Latin-1 a fault, since they are control characters no legacy text holds, and the likely cause is
+ * a Windows-1252 file read as Latin-1 (`O’Neil` would be stored with U+0092). Undefined for UTF-8.
+ */
+function singleByte(csv: CsvOptions): ((text: string, column: string) => string | RowFault) | undefined {
+  if (csv.encoding === 'latin1') {
+    return (text, column) => ({
+      column, reason: 'invalid_encoding',
+      detail: `${column} has bytes 0x80-0x9F, control characters in Latin-1 (read as ${JSON.stringify(text)}); `
+        + 'an export from Windows is usually Windows-1252: give encoding: windows-1252 in the mapping\'s csv settings',
+    });
+  }
+  if (csv.encoding !== 'windows-1252') return undefined;
+  return (text, column) => {
+    let read = '';
+    for (const char of text) {
+      const code = char.charCodeAt(0);
+      const mapped = code >= 0x80 && code <= 0x9f ? WINDOWS_1252[code - 0x80]! : char;
+      if (mapped === ' ' && char !== ' ') {
+        return { column, reason: 'invalid_encoding', detail: `${column} has the byte 0x${code.toString(16).toUpperCase()}, which Windows-1252 does not define` };
+      }
+      read += mapped;
+    }
+    return read;
+  };
+}
+
 
 /**
  * Passes the file's bytes on unchanged, checking them as UTF-8 on the way (whole chunks, natively:

@@ -41,7 +41,7 @@ export interface Mapping { files: FileMapping[] }
 const TOP_KEYS = ['key', 'csv', 'files'];
 const FILE_KEYS = ['path', 'key', 'link', 'csv', 'fields'];
 const CSV_KEYS = ['delimiter', 'quote', 'encoding'];
-const ENCODINGS = ['utf8', 'utf-8', 'latin1'];
+const ENCODINGS = ['utf8', 'utf-8', 'latin1', 'windows-1252', 'cp1252'];
 
 type Path = (string | number)[];
 
@@ -180,7 +180,7 @@ function csvOptions(raw: unknown, at: Path, inherited: CsvOptions, fail: Fail): 
   if (raw.encoding !== undefined) {
     const encoding = textOf(raw.encoding, [...at, 'encoding'], fail).toLowerCase();
     if (!ENCODINGS.includes(encoding)) fail([...at, 'encoding'], `encoding must be one of ${ENCODINGS.join(', ')}`);
-    options.encoding = encoding === 'latin1' ? 'latin1' : 'utf8';
+    options.encoding = encoding === 'latin1' ? 'latin1' : encoding === 'windows-1252' || encoding === 'cp1252' ? 'windows-1252' : 'utf8';
   }
   return options;
 }
