@@ -1031,9 +1031,9 @@ export interface components {
                 code: string;
                 count: number;
             }[];
-            /** @description Records finished per minute over the last five minutes, or since the job began running when that is shorter (at least half a minute). */
+            /** @description Records run to an outcome per minute (cancelled ones not counted) over the last five minutes, or since the job began running when that is shorter (at least half a minute). */
             records_per_minute: number;
-            /** @description Seconds until the records left are done at the current rate; null when unknown or nothing is left. */
+            /** @description Seconds until the records left are done at the current rate; null when unknown, when nothing is left, or when the job is not running (paused, cancelled, or cancelling). */
             eta_seconds: number | null;
         };
         MigrationJobUpload: {

@@ -215,4 +215,44 @@ describe('migration jobs under faults', { skip }, () => {
     assert.deepEqual(await rowCounts(db, tenant.supplier), expected);
     assert.deepEqual(await integrityProblems(db, tenant.supplier), []);
   });
+  test('kill -9 of one of two instances mid-job, then pause and cancel: the job ends cancelled once the killed instance\'s records come back', async (ctx) => {
+    const COUNT = 1500;
+    const dbUrl = await isolatedDatabaseUrl();
+    const servers: ServerProcess[] = [];
+    const h = await openHarness(dbUrl);
+    after(async () => {
+      for (const s of servers) await s.kill();
+      await h.close().catch(() => {});
+    });
+    const db = h.t.store.db;
+    const tenant = await tenantOf(h);
+    const env = { ...WORKER_ENV, WORKER_CONCURRENCY: '4', PROCESS_CONCURRENCY_LIMIT: '4', JOB_PAUSE_RECHECK_SECONDS: '1' };
+    const start = async (name: string) => {
+      const server = await startServer({ DATABASE_URL: withAppName(dbUrl, `faults-mj-cancel-${process.pid}-${name}`), ...env }, 60_000);
+      servers.push(server);
+      return server;
+    };
+    const [a, b] = await Promise.all([start('a'), start('b')]);
+    const id = await runJob(a!.url, tenant, records(tenant, COUNT, null));
+    const succeeded = async () => (await recordCounts(db, id)).find((r) => r.outcome === 'succeeded')?.n ?? 0;
+    await waitFor('some records done', succeeded, (n) => n >= 100, 240_000);
+    await waitFor('instance b inside a record', async () => (await sessionsOf(db, `faults-mj-cancel-${process.pid}-b`)).advisoryLocks, (n) => n > 0, 60_000);
+    await b!.kill();
+    // Paused, then cancelled, while the killed instance's records are still running: they come back
+    // when their queue jobs expire (JOB_RECORD_TIMEOUT_SECONDS, 8 s), to a job that is paused.
+    assert.equal((await request(a!.url, 'POST', `${JOBS}${id}/pause/`, { token: tenant.token })).status, 200);
+    const cancelled = await request(a!.url, 'POST', `${JOBS}${id}/cancel/`, { token: tenant.token });
+    assert.equal(cancelled.status, 200, cancelled.text);
+    const runningAtCancel = cancelled.json.counts.running as number;
+    const job = await waitFor('the job ends cancelled', async () => (await request(a!.url, 'GET', `${JOBS}${id}/`, { token: tenant.token })).json,
+      (j) => j?.state === 'cancelled', 120_000);
+    ctx.diagnostic(`${runningAtCancel} records running at the cancel; ended ${JSON.stringify(job.counts)}`);
+    assert.ok(runningAtCancel > 0, 'the cancel found records the killed instance held');
+    assert.equal(job.paused, false);
+    assert.deepEqual([job.counts.total, job.counts.pending, job.counts.running], [COUNT, 0, 0]);
+    assert.equal(job.counts.succeeded + job.counts.failed + job.counts.cancelled, COUNT);
+    const byOutcome = Object.fromEntries((await recordCounts(db, id)).map((r) => [r.outcome, r.n]));
+    assert.deepEqual(byOutcome, Object.fromEntries(Object.entries(job.counts).filter(([k, n]) => k !== 'total' && (n as number) > 0)));
+    assert.deepEqual(await duplicates(db, tenant.supplier), NONE);
+  });
 });

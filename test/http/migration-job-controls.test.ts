@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/index.ts';
+import { RECORD_QUEUE } from '../../src/modules/migration-jobs/index.ts';
 import { twoLooks, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
@@ -55,6 +56,9 @@ describe('POST migration-jobs/<id>/pause/ and resume/', () => {
     const after = await getJob(tenant, id);
     assert.equal(after.state, 'paused');
     assert.deepEqual(after.counts, before.counts);
+    // Records ran at a rate, and some are left, but none runs while paused: no ETA.
+    assert.ok(after.records_per_minute > 0, `a rate: ${after.records_per_minute}`);
+    assert.equal(after.eta_seconds, null);
     assert.ok(after.counts.pending > 0, `records wait: ${JSON.stringify(after.counts)}`);
     // Waiting used up no retry: the records waiting on the queue were claimed no time.
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM migration_job_records
@@ -106,6 +110,39 @@ describe('POST migration-jobs/<id>/pause/ and resume/', () => {
     await action(tenant, id, 'cancel');
     const done = await ended(tenant, id, 'cancelled');
     assert.equal(done.paused, false);
+  });
+
+  test('records a stopped worker left running on a paused job wait as pending; after a cancel they are cancelled and the job ends', async () => {
+    const tenant = await createTenant(t);
+    const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    const up = await t.app.inject({
+      method: 'POST', url: `${BASE}${id}/records/`, payload: Array.from({ length: 4 }, () => JSON.stringify({ account: accountPayload(tenant.supplier) })).join('\n'),
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' },
+    });
+    assert.equal(up.statusCode, 200, up.body);
+    assert.equal((await action(tenant, id, 'pause')).status, 200);
+    assert.equal((await action(tenant, id, 'start')).status, 200);
+    // A worker took lines 1 and 2 and was killed: they stay running until their queue job expires and
+    // comes back, here sent as the queue sends it again, while the job is paused.
+    const strand = async () => {
+      await sql`UPDATE migration_job_records SET outcome = 'running', enqueued = true, attempts = attempts + 1
+        WHERE job_id = ${id}::uuid AND line IN (1, 2)`.execute(db);
+      await sql`UPDATE migration_jobs SET state = 'running' WHERE id = ${id}::uuid`.execute(db);
+      await t.queue.send(RECORD_QUEUE, { job_id: id, lines: [1, 2], org: 0 });
+    };
+    await strand();
+    await waitUntil(async () => (await getJob(tenant, id)).counts.running === 0, 'the stranded records wait as pending', 30_000);
+    const waiting = await getJob(tenant, id);
+    assert.deepEqual([waiting.state, waiting.counts.pending], ['paused', 4]);
+
+    await strand();
+    const cancelled = await action(tenant, id, 'cancel');
+    assert.equal(cancelled.status, 200, cancelled.body);
+    const done = await ended(tenant, id, 'cancelled');
+    assert.deepEqual([done.counts.cancelled, done.counts.running, done.counts.total], [4, 0, 4]);
+    // Records cancelled are no throughput.
+    assert.equal(done.records_per_minute, 0);
   });
 
   test('another organisation\'s job is 404 to pause, resume and PATCH', async () => {

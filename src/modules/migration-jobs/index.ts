@@ -6,7 +6,7 @@ export { JOB } from './migration-jobs.examples.ts';
 export { migrationJobsRoutes } from './migration-jobs.routes.ts';
 export { Job, RECORD_OUTCOMES, type RecordOutcome } from './migration-jobs.schemas.ts';
 export { unfinishedJobViews } from './migration-jobs.service.ts';
-export { CHURNED_TABLES as MIGRATION_CHURNED_TABLES, defineMigrationQueues, DISPATCH_QUEUE } from './job-queues.ts';
+export { CHURNED_TABLES as MIGRATION_CHURNED_TABLES, defineMigrationQueues, DISPATCH_QUEUE, RECORD_QUEUE } from './job-queues.ts';
 export { startMigrationWorkers } from './migration-jobs.worker.ts';
 export { jobViewsRoutes } from './job-views.routes.ts';
 export { bucketSecondsFor } from './job-views.service.ts';

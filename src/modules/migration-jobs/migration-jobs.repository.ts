@@ -170,7 +170,7 @@ export async function errorsByCode(db: Db, jobId: string): Promise<Array<{ code:
 export async function finishedSince(db: Db, jobId: string, minutes: number): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM migration_job_records
     WHERE job_id = ${jobId}::uuid AND finished_at IS NOT NULL AND finished_at > now() - make_interval(mins => ${minutes})
-      AND NOT final_at_upload`.execute(db);
+      AND NOT final_at_upload AND outcome <> 'cancelled'`.execute(db);
   return rows[0]?.n ?? 0;
 }
 
@@ -405,6 +405,17 @@ export async function releaseRecord(db: Db, jobId: string, line: number, progres
   await sql`UPDATE migration_job_records SET outcome = 'pending', created = COALESCE(created, ${progress.created}),
       service_account_number = COALESCE(service_account_number, ${progress.serviceAccountNumber})
     WHERE job_id = ${jobId}::uuid AND line = ${line} AND outcome = 'running'`.execute(db);
+}
+
+/**
+ * A paused job's records `lines` that a stopped worker left running (their queue job expired and came
+ * back while the job is paused): pending again, as records waiting for their turn are; after a cancel,
+ * cancelled, as cancel did to the pending ones. Nothing of a paused job is then held in flight, and a
+ * cancelled one can end.
+ */
+export async function settleStranded(db: Db, jobId: string, lines: readonly number[], cancelled: boolean): Promise<void> {
+  await sql`UPDATE migration_job_records SET ${cancelled ? sql`outcome = 'cancelled', errors = '[]', finished_at = now()` : sql`outcome = 'pending'`}
+    WHERE job_id = ${jobId}::uuid AND line = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(lines)}::jsonb)::int)) AND outcome = 'running'`.execute(db);
 }
 
 /** Records that have not started: cancelled (by cancel, or with an error when the window closed). */

@@ -148,7 +148,8 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
   const { counts, errors_by_code: errors, records_with_warnings: warned } = figures;
   const perMinute = Math.round((recent / rateWindowMinutes(row)) * 10) / 10;
   const left = counts.pending + counts.running;
-  const active = isActive(row.state);
+  // Records are run at that rate only while the job runs: not while it (or its supplier) is paused, nor once cancelled.
+  const running = shownState(row) === 'running' && !row.cancel_requested;
   return {
     id: row.id,
     import_supplier: row.supplier_code,
@@ -167,7 +168,7 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
     records_with_warnings: warned,
     errors_by_code: errors,
     records_per_minute: perMinute,
-    eta_seconds: active && left > 0 && perMinute > 0 ? Math.ceil((left / perMinute) * 60) : null,
+    eta_seconds: running && left > 0 && perMinute > 0 ? Math.ceil((left / perMinute) * 60) : null,
   };
 }
 

@@ -130,6 +130,14 @@ async function runRecordJob(
   const { job, records } = await repo.claimRecordsWithJob(db, data.job_id, data.lines);
   if (!job || !isActive(job.state)) return;
   if (job.supplier_status === 'paused' || job.paused) {
+    // Records of this queue job still running were left so by a worker that stopped (this is their
+    // queue job, taken again): they wait as pending ones do, or, after a cancel, are cancelled and
+    // the job can end. Left running, a cancelled paused job never ended.
+    await repo.settleStranded(db, job.id, data.lines, job.cancel_requested);
+    if (job.cancel_requested) {
+      await finishIfDone(deps, job.id);
+      return;
+    }
     // The records wait without using up their retries: a new queue job for later replaces this one.
     await queue.send(RECORD_QUEUE, data, { startAfter: config.jobPauseRecheckSeconds, ...recordPolicy(config) });
     return;
