@@ -104,25 +104,38 @@ function parseRequest(line: string): AdminRequest | undefined {
   return undefined;
 }
 
+/** How long the CLI waits for a server's answer: far longer than any command takes, short of waiting for ever. */
+export const ADMIN_REPLY_MS = 60_000;
+
 /**
  * Sends one command to the server holding the embedded store. Undefined when no server listens
- * there (no socket file, or a dead server's), so the caller opens the store itself.
+ * there (no socket file, or a dead server's), so the caller opens the store itself. A server that
+ * takes the connection but never answers (stopped with SIGSTOP, wedged) is given `replyMs`, then
+ * reported: the command may or may not run once it goes on.
  */
-export function sendToAdminSocket(path: string, request: AdminRequest): Promise<AdminReply | undefined> {
+export function sendToAdminSocket(path: string, request: AdminRequest, replyMs = ADMIN_REPLY_MS): Promise<AdminReply | undefined> {
   return new Promise((settle, fail) => {
     const socket = createConnection(path);
     let connected = false;
     let text = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      fail(new CliError('store_unavailable', `the server holding the store did not answer on its admin socket ${path} within ${replyMs / 1000} s `
+        + '(it may be stopped or overloaded); the command may or may not have run'));
+    }, replyMs);
+    const done = () => clearTimeout(timer);
     socket.on('connect', () => {
       connected = true;
       socket.write(`${JSON.stringify(request)}\n`);
     });
     socket.setEncoding('utf8').on('data', (chunk: string) => { text += chunk; });
     socket.on('error', (error: NodeJS.ErrnoException) => {
+      done();
       if (!connected && (error.code === 'ENOENT' || error.code === 'ECONNREFUSED')) settle(undefined);
       else fail(new CliError('store_unavailable', `cannot use the server's admin socket ${path}: ${messageOf(error)}`));
     });
     socket.on('end', () => {
+      done();
       const reply = parseReply(text);
       if (reply) settle(reply);
       else fail(new CliError('store_unavailable', `the server closed its admin socket ${path} without an answer (it may be stopping); the command may not have run`));

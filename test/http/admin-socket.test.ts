@@ -3,10 +3,13 @@ import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { runAdminCommand } from '../../src/cli/admin-runner.ts';
+import { ADMIN_REPLY_MS, sendToAdminSocket } from '../../src/cli/admin-socket.ts';
+import type { CliError } from '../../src/cli/cli-error.ts';
 import { COMMANDS } from '../../src/cli/commands.ts';
 import { runImportAdmin } from '../../src/cli/import-admin.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -194,6 +197,30 @@ async function directoryFollows(server: MainProcess): Promise<void> {
   assert.equal(refused.status, 401, 'a token of the revoked key is refused by the next request');
   assert.equal((await obtain(created.api_key)).json.data.obtainToken, null);
 }
+
+describe('a server that takes the connection and never answers (stopped with SIGSTOP, wedged)', () => {
+  test('the CLI gives up after its wait with store_unavailable, rather than waiting for ever', { timeout: 10_000 }, async () => {
+    // The kernel accepts a connection on a listening socket whatever the process does: a server
+    // that listens and never reads is what a stopped one looks like from the CLI.
+    const path = join(base, 'frozen.sock');
+    const held: Socket[] = [];
+    const frozen = createServer((socket) => { held.push(socket); });
+    await new Promise<void>((done) => frozen.listen(path, done));
+    try {
+      const began = Date.now();
+      await assert.rejects(sendToAdminSocket(path, { argv: ['supplier', 'list'], json: false }, 300), (error: CliError) => {
+        assert.equal(error.code, 'store_unavailable');
+        assert.match(error.message, /did not answer on its admin socket .* within 0\.3 s \(it may be stopped or overloaded\); the command may or may not have run/);
+        return true;
+      });
+      assert.ok(Date.now() - began < 5_000, 'it gave up at its limit');
+      assert.equal(ADMIN_REPLY_MS, 60_000);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((done) => frozen.close(() => done()));
+    }
+  });
+});
 
 describe('a server on PostgreSQL', { skip: !onPostgres && 'needs DATABASE_URL' }, () => {
   test('opens no admin socket', async () => {
