@@ -676,7 +676,7 @@ export interface paths {
         put?: never;
         /**
          * Send a ping event to a webhook endpoint
-         * @description A `ping` event (no supplier, no account, empty data) is delivered to this endpoint only, whatever its event types, signed and retried like any event; its attempts appear in the delivery log. A disabled endpoint is not sent it.
+         * @description A `ping` event (no supplier, no account, empty data) is delivered to this endpoint only, whatever its event types, signed and retried like any event; its attempts appear in the delivery log. A disabled endpoint is sent none: 400 `webhook_endpoint_disabled`, with its reason.
          */
         post: operations["testWebhookEndpoint"];
         delete?: never;
@@ -7871,7 +7871,7 @@ export interface operations {
                     "application/json": components["schemas"]["PingEvent"];
                 };
             };
-            /** @description Refused; `code` is one of `invalid`, `bad_url`. `invalid`: the endpoint id is longer than 100 characters; `bad_url`: the path holds a malformed percent-escape. */
+            /** @description Refused; `code` is one of `webhook_endpoint_disabled`, `invalid`, `bad_url`. `webhook_endpoint_disabled`: the endpoint is disabled (by you, the service team, or a 410 answer); enable it first. `invalid`: the endpoint id is longer than 100 characters; `bad_url`: the path holds a malformed percent-escape. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7879,15 +7879,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "detail": "The request failed validation.",
-                     *       "code": "invalid",
-                     *       "errors": [
-                     *         {
-                     *           "detail": "Ensure this field has no more than 100 characters.",
-                     *           "code": "max_length",
-                     *           "attr": "endpoint_id"
-                     *         }
-                     *       ]
+                     *       "detail": "Webhook endpoint \"wh_3f9c1a7e5b2d4c60\" is disabled (receiver moving to a new host): enable it (PATCH \"enabled\": true) to send it a ping.",
+                     *       "code": "webhook_endpoint_disabled"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorBody"];

@@ -45,6 +45,7 @@ const ERRORS = {
   migration_job_not_paused: entry(400, 'The migration job was not paused.'),
   // 400: a webhook endpoint URL the service may not deliver to (a private address, a scheme other than http(s))
   webhook_url_not_allowed: entry(400, 'The service may not deliver to this URL.'),
+  webhook_endpoint_disabled: entry(400, 'The webhook endpoint is disabled: enable it to send it a ping.'),
   // 401
   not_authenticated: entry(401, 'Authentication credentials were not provided.'),
   authentication_failed: entry(401, 'Invalid or revoked credentials.'),

@@ -347,6 +347,22 @@ describe('test pings and the delivery log', () => {
     }
   });
 
+  test('a disabled endpoint is sent no ping: 400 webhook_endpoint_disabled with its reason, nothing queued; enabled again, it is', async () => {
+    const tenant = await createTenant(t);
+    const receiver = await startReceiver();
+    const { id } = await endpointFor(tenant, receiver.url);
+    assert.equal((await call(t.app, 'PATCH', `${BASE}${id}/`, { token: tenant.token, body: { enabled: false } })).status, 200);
+    const refused = await call(t.app, 'POST', `${BASE}${id}/test/`, { token: tenant.token });
+    assert.equal(refused.status, 400, refused.body);
+    assert.equal(refused.json.code, 'webhook_endpoint_disabled');
+    assert.match(refused.json.detail, new RegExp(`^Webhook endpoint "${id}" is disabled \\(.+\\): enable it \\(PATCH "enabled": true\\) to send it a ping\\.$`));
+    const jobs = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'webhook_delivery' AND data->>'endpoint_id' = ${id}`.execute(db);
+    assert.deepEqual(jobs.rows, [{ n: 0 }]);
+    assert.equal((await call(t.app, 'PATCH', `${BASE}${id}/`, { token: tenant.token, body: { enabled: true } })).status, 200);
+    assert.equal((await call(t.app, 'POST', `${BASE}${id}/test/`, { token: tenant.token })).status, 202);
+    await receiver.waitFor(1);
+  });
+
   test('the log pages newest first by keyset: Link header with the cursor, a foreign cursor is 400', async () => {
     const tenant = await createTenant(t);
     const receiver = await startReceiver([500, 500]);

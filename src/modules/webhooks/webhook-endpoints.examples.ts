@@ -39,6 +39,10 @@ export const DELIVERIES: WebhookDeliveryList = [
 ];
 
 export const ENDPOINT_NOT_FOUND = { detail: `No webhook endpoint "${ID}".`, code: 'not_found' };
+export const ENDPOINT_DISABLED = {
+  detail: `Webhook endpoint "${ID}" is disabled (receiver moving to a new host): enable it (PATCH "enabled": true) to send it a ping.`,
+  code: 'webhook_endpoint_disabled',
+};
 
 const PRIVATE = 'Webhooks cannot be delivered to 10.0.0.1: it is a private address.';
 export const URL_NOT_ALLOWED = { detail: PRIVATE, code: 'webhook_url_not_allowed', errors: [{ detail: PRIVATE, code: 'webhook_url_not_allowed', attr: 'url' }] };

@@ -5,7 +5,7 @@ import { callerOf } from '../../http/auth.ts';
 import type { ServiceDeps } from '../../http/route-deps.ts';
 import { answer, LINK_NEXT, refusal } from '../../http/openapi.ts';
 import {
-  BAD_CURSOR, CREATE_ENDPOINT, CREATED_ENDPOINT, DELIVERIES, ENDPOINT, ENDPOINT_NOT_FOUND, ID_TOO_LONG, PING, ROTATED_SECRET,
+  BAD_CURSOR, CREATE_ENDPOINT, CREATED_ENDPOINT, DELIVERIES, ENDPOINT, ENDPOINT_DISABLED, ENDPOINT_NOT_FOUND, ID_TOO_LONG, PING, ROTATED_SECRET,
   UNKNOWN_QUERY, UPDATE_ENDPOINT, UPDATED_ENDPOINT, URL_NOT_ALLOWED,
 } from './webhook-endpoints.examples.ts';
 import {
@@ -102,9 +102,16 @@ export const webhookEndpointsRoutes: FastifyPluginAsync<ServiceDeps> = async (pl
     schema: {
       tags: TAGS, operationId: 'testWebhookEndpoint', summary: 'Send a ping event to a webhook endpoint',
       description: 'A `ping` event (no supplier, no account, empty data) is delivered to this endpoint only, whatever its event types, '
-        + 'signed and retried like any event; its attempts appear in the delivery log. A disabled endpoint is not sent it.',
+        + 'signed and retried like any event; its attempts appear in the delivery log. A disabled endpoint is sent none: '
+        + '400 `webhook_endpoint_disabled`, with its reason.',
       params: WebhookEndpointPathParams,
-      response: { 202: answer(PingEvent, 'The ping is queued for delivery; this is its body.', PING), 400: BAD_PATH, 404: NO_ENDPOINT },
+      response: {
+        202: answer(PingEvent, 'The ping is queued for delivery; this is its body.', PING),
+        400: refusal(['webhook_endpoint_disabled', 'invalid', 'bad_url'], ENDPOINT_DISABLED, {
+          note: `\`webhook_endpoint_disabled\`: the endpoint is disabled (by you, the service team, or a 410 answer); enable it first. ${BAD_PATH_NOTE}`,
+        }),
+        404: NO_ENDPOINT,
+      },
     },
   }, async (request, reply) => reply.code(202).send(await endpoints.sendPing(deps, callerOf(request), request.params.endpoint_id)));
 

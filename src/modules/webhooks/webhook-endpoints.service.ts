@@ -75,10 +75,15 @@ export async function rotateSecret({ db, clock }: EndpointsDeps, caller: Caller,
 /**
  * A `ping` event delivered to this endpoint only, whatever its event filter: written with its
  * delivery job in one transaction, then sent by the delivery workers like any event (signed,
- * retried, in the endpoint's log). A disabled endpoint's ping is not sent.
+ * retried, in the endpoint's log). A disabled endpoint is sent none: refused, rather than a ping
+ * queued that would never go.
  */
 export async function sendPing(deps: EndpointsDeps, caller: Caller, id: string): Promise<PingEvent> {
-  await ownEndpoint(deps.db, caller, id);
+  const endpoint = await ownEndpoint(deps.db, caller, id);
+  if (!endpoint.enabled) {
+    throw new AppError('webhook_endpoint_disabled',
+      `Webhook endpoint "${id}" is disabled (${endpoint.disabled_reason ?? 'no reason given'}): enable it (PATCH "enabled": true) to send it a ping.`);
+  }
   const ping = await deps.db.transaction().execute(async (trx) => {
     const event = await insertPing(trx);
     const job: DeliveryJob = { endpoint_id: id, event_id: event.id, attempt: 1, org: caller.organisationId };
