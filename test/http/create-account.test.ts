@@ -190,6 +190,17 @@ describe('POST account-import-process/process/: refusals, in the order of D4', (
       `Account "${payload.external_account_number}" is marked to be skipped and cannot be staged or created.`));
   });
 
+  test('an imported account cannot be marked to skip: conflict, naming its number, and its staged data is left unmarked', async () => {
+    const tenant = await createTenant(t);
+    const { payload, number } = await stageAndCreate(t, tenant);
+    await assert.rejects(admin.skipAccount(db, tenant.supplier, payload.external_account_number), {
+      code: 'conflict', message: `account "${payload.external_account_number}" is already imported as ${number}: it cannot be skipped`,
+    });
+    const row = await db.selectFrom('account_imports').select('skipped').where('external_account_number', '=', payload.external_account_number).executeTakeFirstOrThrow();
+    assert.equal(row.skipped, false);
+    await assert.rejects(admin.skipAccount(db, tenant.supplier, unique('EXT')), { code: 'not_found' });
+  });
+
   test('unknown team: operations_team_not_found at operations_team_name; recorded as a failed attempt', async () => {
     const tenant = await createTenant(t);
     const payload = await stage(t, tenant);

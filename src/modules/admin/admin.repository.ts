@@ -111,8 +111,16 @@ export async function deleteVendor(trx: Transaction<Database>, vendorId: number)
   await trx.deleteFrom('payment_vendors').where('id', '=', vendorId).execute();
 }
 
+/** Marks staged data not yet imported to be skipped; undefined when there is none such (findImported tells whether it was imported). */
 export function markAccountSkipped(db: Db, supplierId: number, externalAccountNumber: string) {
   return db.updateTable('account_imports').set({ skipped: true })
-    .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber)
-    .returning(['id', 'account_id']).executeTakeFirst();
+    .where('supplier_id', '=', supplierId).where('external_account_number', '=', externalAccountNumber).where('account_id', 'is', null)
+    .returning(['id']).executeTakeFirst();
+}
+
+/** The account imported from the staged data, if it was. */
+export function findImported(db: Db, supplierId: number, externalAccountNumber: string) {
+  return db.selectFrom('account_imports').innerJoin('accounts', 'accounts.id', 'account_imports.account_id')
+    .select(['accounts.number']).where('account_imports.supplier_id', '=', supplierId)
+    .where('account_imports.external_account_number', '=', externalAccountNumber).executeTakeFirst();
 }

@@ -145,9 +145,13 @@ export async function listTeams(db: Db): Promise<{ operations_teams: Array<{ nam
 export async function skipAccount(db: Db, supplierCode: string, externalAccountNumber: string) {
   const supplier = await repo.findSupplierByCode(db, supplierCode);
   if (!supplier) throw new AppError('not_found', `no supplier with code "${supplierCode}"`);
+  // Only data not yet imported is marked: an imported account stays as it is, and is said to be so.
   const row = await repo.markAccountSkipped(db, supplier.id, externalAccountNumber);
-  if (!row) throw new AppError('not_found', `no staged data for account "${externalAccountNumber}" of supplier "${supplierCode}"`);
-  if (row.account_id !== null) throw new AppError('conflict', `account "${externalAccountNumber}" is already imported`);
+  if (!row) {
+    const imported = await repo.findImported(db, supplier.id, externalAccountNumber);
+    if (imported) throw new AppError('conflict', `account "${externalAccountNumber}" is already imported as ${imported.number}: it cannot be skipped`);
+    throw new AppError('not_found', `no staged data for account "${externalAccountNumber}" of supplier "${supplierCode}"`);
+  }
   return { import_supplier: supplierCode, external_account_number: externalAccountNumber, skipped: true as const };
 }
 
