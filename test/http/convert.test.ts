@@ -464,6 +464,15 @@ files:
     ]);
   });
 
+  test('a line of spaces, or of delimiters only, is blank: no row and no reject', async () => {
+    const { records, rejects, summary } = await convertExport(exportOf('blank-looking', {
+      accounts: `${ACCOUNTS}   \n,,\n`, customers: `ACC,GIVEN,FAMILY\nA1,Bob,Smith\n \t \nA2,Ann,Jones\nA3,Cy,Brown\n,,\n`,
+    }));
+    assert.deepEqual(rejects, []);
+    assert.deepEqual(summary.sortedOnDisk, []);
+    assert.deepEqual(records.map((r) => r.account.customers.map((c: any) => c.given_name)), [['Bob'], ['Ann'], ['Cy']]);
+  });
+
   test('LF, CRLF and both in one file: one row a line, no \\r in any value', async () => {
     const { records, rejects } = await convertExport(exportOf('line-endings', {
       accounts: 'ACC,STREET,PC\r\nA1,1 High St,LS1 4AP\r\nA2,2 High St,LS1 4AP\nA3,3 High St,LS1 4AP\r\n',
@@ -505,10 +514,14 @@ files:
     ]);
   });
 
-  test('a mapped column named twice in a header, or an empty data file, is a bad mapping naming the file', async () => {
+  test('a mapped column named twice in a header, an empty data file, or one whose lines end in CR alone, is a bad mapping naming the file', async () => {
     const twice = exportOf('header-twice', { accounts: 'ACC,STREET,PC,STREET\nA1,1 High St,LS1 4AP,x\n' });
     await assert.rejects(mappingAt(join(twice, 'mapping.yaml')), /mapping\.yaml:8: column "STREET" is in the header of accounts\.csv more than once \(ACC, STREET, PC, STREET\): rename one$/);
     const empty = exportOf('empty-file', { customers: '' });
     await assert.rejects(mappingAt(join(empty, 'mapping.yaml')), /mapping\.yaml:12: the data file .*customers\.csv is empty: it needs at least its header line$/);
+    // Lines ending in CR alone read as one line: said so, rather than as the mapped columns missing.
+    const mac = exportOf('cr-only', { customers: 'ACC,GIVEN,FAMILY\rA1,Bob,Smith\rA2,Ann,Jones\r' });
+    await assert.rejects(mappingAt(join(mac, 'mapping.yaml')),
+      /mapping\.yaml:12: the data file .*customers\.csv has lines that end in CR alone \(an old Mac export\): convert its line ends to LF or CRLF$/);
   });
 });

@@ -34,17 +34,27 @@ const parserOptions = (csv: CsvOptions): Options => ({
   record_delimiter: ['\r\n', '\n'],
   // The field count is checked here against the header, not against a pass's first row.
   relax_column_count: true,
-  skip_empty_lines: true, skip_records_with_error: true,
+  // A line of spaces, or of delimiters only (a spreadsheet's trailing ",,,"), is blank too: no row.
+  skip_empty_lines: true, skip_records_with_empty_values: true, skip_records_with_error: true,
 });
 
+/** A data file that cannot be read as rows at all: empty, or its lines ending in CR alone. */
 export class EmptyFile extends Error {
-  constructor(path: string) { super(`the data file ${path} is empty: it needs at least its header line`); }
+  constructor(path: string, why = `is empty: it needs at least its header line`) { super(`the data file ${path} ${why}`); }
 }
 
-/** The header's names, trimmed; an EmptyFile for a file with no line at all. */
+/** The header's names, trimmed; an EmptyFile for a file with no line at all, or whose lines end in CR alone. */
 export async function readHeader(path: string, csv: CsvOptions): Promise<string[]> {
   const parser = createReadStream(path, { start: await bomLength(path) }).pipe(parse({ ...parserOptions(csv), to: 1 }));
-  for await (const record of parser) return (record as string[]).map((name) => name.trim());
+  for await (const record of parser) {
+    // Lines end in LF or CRLF; a file whose lines end in CR alone (an old Mac export) reads as one
+    // line, its header running on into its rows: said as such rather than as columns not found.
+    if ((record as string[]).some((name) => /\r(?!$)/.test(name))) {
+      parser.destroy();
+      throw new EmptyFile(path, 'has lines that end in CR alone (an old Mac export): convert its line ends to LF or CRLF');
+    }
+    return (record as string[]).map((name) => name.trim());
+  }
   throw new EmptyFile(path);
 }
 
