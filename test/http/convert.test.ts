@@ -464,6 +464,13 @@ files:
     ]);
   });
 
+  test('a required value its transforms leave empty is required, as an empty cell is', async () => {
+    const mapping = MAPPING.replace('fields: {given_name: GIVEN, family_name: FAMILY}', 'fields: {given_name: GIVEN, family_name: {column: FAMILY, transform: {split: ";"}}}');
+    const { rejects, customersOf } = await convertExport(exportOf('emptied', { customers: 'ACC,GIVEN,FAMILY\nA1,Bob,Smith\nA2,Ann,;;\nA3,Cy,Brown\n' }, mapping));
+    assert.deepEqual(rejects, ['customers.csv,3,A2,FAMILY,required,FAMILY is empty after its transforms and family_name is required']);
+    assert.deepEqual([customersOf('A1'), customersOf('A2'), customersOf('A3')], [['Bob'], [], ['Cy']]);
+  });
+
   test('a line of spaces, or of delimiters only, is blank: no row and no reject', async () => {
     const { records, rejects, summary } = await convertExport(exportOf('blank-looking', {
       accounts: `${ACCOUNTS}   \n,,\n`, customers: `ACC,GIVEN,FAMILY\nA1,Bob,Smith\n \t \nA2,Ann,Jones\nA3,Cy,Brown\n,,\n`,

@@ -42,9 +42,12 @@ function fieldValue(field: FieldMapping, row: Row): unknown {
   for (const transform of field.transforms) value = transform(value);
   const column = field.column ?? field.target;
   if (field.target.includes('[]')) return (Array.isArray(value) ? value : [value]).map((v) => typed(v, field.spec, column));
-  if (Array.isArray(value)) return value.length === 0 ? undefined : typed(value.join(' '), field.spec, column);
-  if (value === '' && !field.spec.required) return undefined;
-  return typed(value, field.spec, column);
+  // A value its transforms leave empty (a split of ";;", a map to "") is missing, as an empty cell is.
+  if (Array.isArray(value) ? value.length === 0 : value.trim() === '') {
+    if (field.spec.required) throw new RowProblem('required', `${column} is empty after its transforms and ${field.target} is required`);
+    return undefined;
+  }
+  return typed(Array.isArray(value) ? value.join(' ') : value, field.spec, column);
 }
 
 /** `a.b` sets a nested object; `list[].field` with a list of values sets one item per value. */
