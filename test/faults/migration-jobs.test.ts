@@ -92,6 +92,26 @@ async function rowCounts(db: Kysely<Database>, supplier: string): Promise<Record
   return Object.fromEntries(rows.map((r) => [r.kind, r.n]));
 }
 
+/**
+ * A database of the test's own with a tenant, and instances started on it, each named
+ * `<prefix>-<pid>-<name>` in pg_stat_activity; all killed, and the harness closed, after the test.
+ */
+async function instancesOnOwnDatabase(prefix: string) {
+  const dbUrl = await isolatedDatabaseUrl();
+  const servers: ServerProcess[] = [];
+  const h = await openHarness(dbUrl);
+  after(async () => {
+    for (const s of servers) await s.kill();
+    await h.close().catch(() => {});
+  });
+  const startAs = async (name: string, env: Record<string, string>) => {
+    const server = await startServer({ DATABASE_URL: withAppName(dbUrl, `${prefix}-${process.pid}-${name}`), ...env }, 60_000);
+    servers.push(server);
+    return server;
+  };
+  return { db: h.t.store.db, tenant: await tenantOf(h), startAs };
+}
+
 /** The job's record results (D11 `…/records/`), as NDJSON over HTTP. */
 async function resultsOf(base: string, tenant: Tenant, id: string): Promise<any[]> {
   const res = await fetch(`${base}${JOBS}${id}/records/`, { headers: { authorization: `Token ${tenant.token}` }, signal: AbortSignal.timeout(60_000) });
@@ -138,15 +158,7 @@ describe('migration jobs under faults', { skip }, () => {
       notes: Array.from({ length: COUNT }, (_, i) => shape.notes(i)).reduce((a, b) => a + b, COUNT),
       payment_instructions: Array.from({ length: COUNT }, (_, i) => shape.instruction(i)).filter(Boolean).length,
     };
-    const dbUrl = await isolatedDatabaseUrl();
-    const servers: ServerProcess[] = [];
-    const h = await openHarness(dbUrl);
-    after(async () => {
-      for (const s of servers) await s.kill();
-      await h.close().catch(() => {});
-    });
-    const db = h.t.store.db;
-    const tenant = await tenantOf(h);
+    const { db, tenant, startAs } = await instancesOnOwnDatabase('faults-mj-kill');
     const vendor = await startFakeVendor();
     const vendorCode = unique('VEND');
     await admin.createVendor(db, vendorCode, { kind: 'http', url: vendor.url, timeoutMs: 2000 });
@@ -155,11 +167,7 @@ describe('migration jobs under faults', { skip }, () => {
     // Both instances run workers; a record held by the killed one is given to another once its
     // queue job expires (JOB_RECORD_TIMEOUT_SECONDS), found by the queue's maintenance every 2 s.
     const env = { ...WORKER_ENV, WORKER_CONCURRENCY: '4', PROCESS_CONCURRENCY_LIMIT: '4', JOB_RECORD_TIMEOUT_SECONDS: '20', JOB_RETRY_LIMIT: '10' };
-    const start = async (name: string) => {
-      const server = await startServer({ DATABASE_URL: withAppName(dbUrl, `faults-mj-kill-${process.pid}-${name}`), ...env }, 60_000);
-      servers.push(server);
-      return server;
-    };
+    const start = (name: string) => startAs(name, env);
     const [a, b] = await Promise.all([start('a'), start('b')]);
     const body = records(tenant, COUNT, vendorCode, shape);
     const externals = body.trimEnd().split('\n').map((l) => JSON.parse(l).account.external_account_number as string);
@@ -217,21 +225,9 @@ describe('migration jobs under faults', { skip }, () => {
   });
   test('kill -9 of one of two instances mid-job, then pause and cancel: the job ends cancelled once the killed instance\'s records come back', async (ctx) => {
     const COUNT = 1500;
-    const dbUrl = await isolatedDatabaseUrl();
-    const servers: ServerProcess[] = [];
-    const h = await openHarness(dbUrl);
-    after(async () => {
-      for (const s of servers) await s.kill();
-      await h.close().catch(() => {});
-    });
-    const db = h.t.store.db;
-    const tenant = await tenantOf(h);
+    const { db, tenant, startAs } = await instancesOnOwnDatabase('faults-mj-cancel');
     const env = { ...WORKER_ENV, WORKER_CONCURRENCY: '4', PROCESS_CONCURRENCY_LIMIT: '4', JOB_PAUSE_RECHECK_SECONDS: '1' };
-    const start = async (name: string) => {
-      const server = await startServer({ DATABASE_URL: withAppName(dbUrl, `faults-mj-cancel-${process.pid}-${name}`), ...env }, 60_000);
-      servers.push(server);
-      return server;
-    };
+    const start = (name: string) => startAs(name, env);
     const [a, b] = await Promise.all([start('a'), start('b')]);
     const id = await runJob(a!.url, tenant, records(tenant, COUNT, null));
     const succeeded = async () => (await recordCounts(db, id)).find((r) => r.outcome === 'succeeded')?.n ?? 0;

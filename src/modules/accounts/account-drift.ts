@@ -54,6 +54,12 @@ class DriftList {
     }
   }
 
+  /** A list compared by position: its length, then each item both sides have (`at` its path, `k` its position). */
+  list<S, T>(attr: string, stored: readonly S[], sent: readonly T[], item: (at: string, stored: S, sent: T, k: number) => void): void {
+    this.compare(`${attr}.length`, stored.length, sent.length);
+    sent.forEach((one, k) => { if (k < stored.length) item(`${attr}.${k}`, stored[k]!, one, k); });
+  }
+
   /** A numeric column (kept as decimal text) against the number sent. */
   decimal(attr: string, stored: string | number | null, sent: string | number | null): void {
     this.compare(attr, stored === null ? null : Number(stored), sent === null ? null : Number(sent));
@@ -94,31 +100,19 @@ export async function findAccountDrift(db: Kysely<Database>, supplierId: number,
   drift.compare('unknown_occupier', account.unknown_occupier, sent.unknown_occupier ?? null);
   drift.json('metadata', stored.metadata, sent.metadata ?? []);
 
-  drift.compare('customers.length', stored.customers.length, rows.customers.length);
-  rows.customers.forEach((customer, i) => {
-    const was = stored.customers[i];
-    if (!was) return;
-    drift.fields(`customers.${i}.`, was, customer, CUSTOMER_FIELDS);
-    drift.fields(`customers.${i}.customer_preferences.`, was, customer, PREFERENCES);
+  drift.list('customers', stored.customers, rows.customers, (at, was, customer) => {
+    drift.fields(`${at}.`, was, customer, CUSTOMER_FIELDS);
+    drift.fields(`${at}.customer_preferences.`, was, customer, PREFERENCES);
   });
-
-  drift.compare('supply_addresses.length', addresses.length, rows.addresses.length);
-  rows.addresses.forEach((address, i) => {
-    const was = addresses[i];
-    if (!was) return;
-    drift.fields(`supply_addresses.${i}.`, was, address, ADDRESS_FIELDS);
+  drift.list('supply_addresses', addresses, rows.addresses, (at, was, address, i) => {
+    drift.fields(`${at}.`, was, address, ADDRESS_FIELDS);
     const storedPoints = stored.points.filter((p) => p.supply_address_id === was.id);
-    const sentPoints = rows.points.filter((p) => p.address === i);
-    drift.compare(`supply_addresses.${i}.supply_points.length`, storedPoints.length, sentPoints.length);
-    for (const point of sentPoints) {
-      const storedPoint = storedPoints[point.point];
-      if (!storedPoint) continue;
-      const at = `supply_addresses.${i}.supply_points.${point.point}`;
-      drift.fields(`${at}.`, storedPoint, point, POINT_FIELDS);
+    drift.list(`${at}.supply_points`, storedPoints, rows.points.filter((p) => p.address === i), (pointAt, storedPoint, point) => {
+      drift.fields(`${pointAt}.`, storedPoint, point, POINT_FIELDS);
       // The kind's own fields, kept together: key by key, under the point's own path.
-      drift.json(at, storedPoint.details, point.details);
-      pointChildren(drift, at, stored, storedPoint.id, rows, point);
-    }
+      drift.json(pointAt, storedPoint.details, point.details);
+      pointChildren(drift, pointAt, stored, storedPoint.id, rows, point);
+    });
   });
   return drift.found;
 }
@@ -130,36 +124,19 @@ const ofPoint = <R extends { address: number; point: number }>(list: R[], { addr
 
 /** A supply point's agreements, meters (each with its registers) and transfer readings, by position. */
 function pointChildren(drift: DriftList, at: string, stored: StoredTree, pointId: number, rows: SentTree, point: { address: number; point: number }): void {
-  const agreements = stored.agreements.filter((a) => a.supply_point_id === pointId);
-  const sentAgreements = ofPoint(rows.agreements, point);
-  drift.compare(`${at}.agreements.length`, agreements.length, sentAgreements.length);
-  sentAgreements.forEach((a, k) => { if (agreements[k]) drift.fields(`${at}.agreements.${k}.`, agreements[k], a, AGREEMENT_FIELDS); });
-
-  const meters = stored.meters.filter((m) => m.supply_point_id === pointId);
-  const sentMeters = ofPoint(rows.meters, point);
-  drift.compare(`${at}.meters.length`, meters.length, sentMeters.length);
-  sentMeters.forEach((m, k) => {
-    const meter = meters[k];
-    if (!meter) return;
-    drift.fields(`${at}.meters.${k}.`, meter, m, METER_FIELDS);
-    const registers = stored.registers.filter((r) => r.meter_id === meter.id);
-    const sentRegisters = ofPoint(rows.registers, point).filter((r) => r.meter === k);
-    drift.compare(`${at}.meters.${k}.registers.length`, registers.length, sentRegisters.length);
-    sentRegisters.forEach((r, n) => {
-      const register = registers[n];
-      if (!register) return;
-      drift.fields(`${at}.meters.${k}.registers.${n}.`, register, r, REGISTER_FIELDS);
-      drift.decimal(`${at}.meters.${k}.registers.${n}.multiplier`, register.multiplier, r.multiplier ?? null);
+  drift.list(`${at}.agreements`, stored.agreements.filter((a) => a.supply_point_id === pointId), ofPoint(rows.agreements, point),
+    (itemAt, was, agreement) => drift.fields(`${itemAt}.`, was, agreement, AGREEMENT_FIELDS));
+  drift.list(`${at}.meters`, stored.meters.filter((m) => m.supply_point_id === pointId), ofPoint(rows.meters, point), (meterAt, meter, sent, k) => {
+    drift.fields(`${meterAt}.`, meter, sent, METER_FIELDS);
+    drift.list(`${meterAt}.registers`, stored.registers.filter((r) => r.meter_id === meter.id), ofPoint(rows.registers, point).filter((r) => r.meter === k),
+      (registerAt, register, r) => {
+        drift.fields(`${registerAt}.`, register, r, REGISTER_FIELDS);
+        drift.decimal(`${registerAt}.multiplier`, register.multiplier, r.multiplier ?? null);
+      });
+  });
+  drift.list(`${at}.transfer_readings`, stored.readings.filter((r) => r.supply_point_id === pointId), ofPoint(rows.readings, point),
+    (readingAt, reading, r) => {
+      drift.fields(`${readingAt}.`, reading, r, READING_FIELDS);
+      drift.decimal(`${readingAt}.value`, reading.value, r.value);
     });
-  });
-
-  const readings = stored.readings.filter((r) => r.supply_point_id === pointId);
-  const sentReadings = ofPoint(rows.readings, point);
-  drift.compare(`${at}.transfer_readings.length`, readings.length, sentReadings.length);
-  sentReadings.forEach((r, k) => {
-    const reading = readings[k];
-    if (!reading) return;
-    drift.fields(`${at}.transfer_readings.${k}.`, reading, r, READING_FIELDS);
-    drift.decimal(`${at}.transfer_readings.${k}.value`, reading.value, r.value);
-  });
 }
