@@ -233,6 +233,31 @@ describe('import-migrate run', () => {
     assert.ok(again.stderr.startsWith(`resuming job ${id}: it is completed and holds all 5 records of ${path}; nothing to upload\n`), again.stderr);
   });
 
+  test('a file that starts with a byte order mark and a blank line: counted as the service counts it, resumed with each line once', async () => {
+    // The service drops the mark, so its line is blank; counted as a record, the resume (and the
+    // retry after a dropped connection, the same code) skipped one line too few and sent one twice.
+    const records = Array.from({ length: 4 }, () => JSON.stringify(migrationRecord(tenant.supplier, false)));
+    const text = `\uFEFF\n${records.join('\n')}\n`;
+    const path = join(dir, 'bom.ndjson');
+    writeFileSync(path, text);
+    const auth = { authorization: `Token ${await token()}` };
+    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    const first = await fetch(`${server.url}${BASE}${id}/records/`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: text.split('\n').slice(0, 3).join('\n'),
+    });
+    assert.deepEqual(await first.json(), { received: 2, total_records: 2 });
+    const run = await migrateCli('run', path, '--resume', id, '--json');
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout).upload, { received: 2, total_records: 4, skipped: 2 });
+    const results = await fetch(`${server.url}${BASE}${id}/records/`, { headers: auth });
+    assert.deepEqual((await results.text()).trimEnd().split('\n').map((l) => JSON.parse(l)).map((r) => [r.line, r.external_account_number, r.outcome]),
+      records.map((r, i) => [i + 1, externalOf(r), 'succeeded']));
+    const again = await migrateCli('run', path, '--resume', id);
+    assert.equal(again.status, 0, again.stderr);
+    assert.ok(again.stderr.startsWith(`resuming job ${id}: it is completed and holds all 4 records of ${path}; nothing to upload\n`), again.stderr);
+  });
+
   test('--resume with a file that is not the one uploaded (a line removed before the job\'s last) is refused (exit 1), nothing sent', async () => {
     const { path, lines } = await file('changed.ndjson', 5);
     const auth = { authorization: `Token ${await token()}` };

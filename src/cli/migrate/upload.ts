@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
+import { withoutByteOrderMark } from '../../core/byte-order-mark.ts';
 import { ApiError, dataOf, isUnavailable, UnreachableError, type ApiSession } from './api-session.ts';
 
 // Uploading a file to a job, streamed: the file is never held in memory. The job's counts.total
@@ -80,8 +81,8 @@ export async function countLines(file: string): Promise<number> {
 }
 
 /**
- * The `line`th non-blank line of FILE (numbered from 1, as the service numbers a job's lines), without
- * a byte order mark; null when FILE has fewer. Reads no further than that line.
+ * The `line`th non-blank line of FILE (numbered from 1, as the service numbers a job's lines); null
+ * when FILE has fewer. Reads no further than that line.
  */
 export async function lineAt(file: string, line: number): Promise<string | null> {
   let parts: Buffer[] = [];
@@ -98,9 +99,14 @@ export async function lineAt(file: string, line: number): Promise<string | null>
   return parts.some((part) => part.some(isContent)) ? recordText(parts) : null;
 }
 
-const recordText = (parts: Buffer[]) => Buffer.concat(parts).toString('utf8').replace(/^\uFEFF/, '');
+const recordText = (parts: Buffer[]) => Buffer.concat(parts).toString('utf8');
 
-/** FILE's bytes (decompressed when gzipped); a read error is a FileReadError, whoever reads them. */
+/**
+ * FILE's bytes (decompressed when gzipped), without a byte order mark at its start, as the service
+ * reads an upload: every count, read and upload of the client sees the lines the service sees (a
+ * mark followed by a line break is a blank line to both). A read error is a FileReadError, whoever
+ * reads them.
+ */
 async function* fileBytes(file: string, onRead: (bytes: number) => void): AsyncGenerator<Buffer> {
   const raw = createReadStream(file);
   raw.on('data', (chunk) => onRead(chunk.length));
@@ -108,7 +114,7 @@ async function* fileBytes(file: string, onRead: (bytes: number) => void): AsyncG
   // pipe() does not pass the file's errors on to gunzip: they end it here, said as they are.
   if (source !== raw) raw.on('error', (error) => source.destroy(error));
   try {
-    for await (const chunk of source) yield chunk as Buffer;
+    for await (const chunk of withoutByteOrderMark(source as AsyncIterable<Buffer>)) yield chunk;
   } catch (error) {
     throw new FileReadError(file, error);
   } finally {

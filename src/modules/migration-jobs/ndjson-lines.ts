@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { withoutByteOrderMark } from '../../core/byte-order-mark.ts';
 
 // Splits a byte stream into lines without holding more than one line (up to a limit) in memory:
 // a line longer than `maxLineBytes` is reported as too long and its bytes are dropped as they come.
@@ -116,23 +117,3 @@ function blank(parts: Buffer[]): boolean {
   return true;
 }
 
-const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
-
-/** The stream's bytes without a UTF-8 byte order mark at its very start (which may come split over chunks). */
-async function* withoutByteOrderMark(source: AsyncIterable<Buffer | string>): AsyncGenerator<Buffer> {
-  let head: Buffer | null = Buffer.alloc(0);
-  for await (const raw of source) {
-    const chunk = typeof raw === 'string' ? Buffer.from(raw) : raw;
-    if (head === null) {
-      yield chunk;
-      continue;
-    }
-    head = Buffer.concat([head, chunk]);
-    if (head.length < BOM.length && BOM.subarray(0, head.length).equals(head)) continue;
-    const rest = head.subarray(0, BOM.length).equals(BOM) ? head.subarray(BOM.length) : head;
-    head = null;
-    if (rest.length > 0) yield rest;
-  }
-  // A stream shorter than a mark: its bytes as they are (the start of a mark is not one).
-  if (head !== null && head.length > 0) yield head;
-}
