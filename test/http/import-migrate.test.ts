@@ -258,6 +258,26 @@ describe('import-migrate run', () => {
     assert.ok(again.stderr.startsWith(`resuming job ${id}: it is completed and holds all 4 records of ${path}; nothing to upload\n`), again.stderr);
   });
 
+  test('--resume after a line the service could not read (it keeps no account number for it) goes on', async () => {
+    const records = Array.from({ length: 3 }, () => JSON.stringify(migrationRecord(tenant.supplier, false)));
+    // Line 2 names an account, but the service refuses to read it (a __proto__ key): failed at parse, no number kept.
+    const unreadable = `{"__proto__":{"x":1},${records[1]!.slice(1)}`;
+    const lines = [records[0]!, unreadable, records[2]!];
+    const path = join(dir, 'unreadable-last.ndjson');
+    writeFileSync(path, `${lines.join('\n')}\n`);
+    const auth = { authorization: `Token ${await token()}` };
+    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    const first = await fetch(`${server.url}${BASE}${id}/records/`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: lines.slice(0, 2).join('\n'),
+    });
+    assert.deepEqual(await first.json(), { received: 2, total_records: 2 });
+    const run = await migrateCli('run', path, '--resume', id, '--json');
+    assert.equal(run.status, 1, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout).upload, { received: 1, total_records: 3, skipped: 2 });
+    assert.deepEqual(JSON.parse(run.stdout).job.counts, { total: 3, pending: 0, running: 0, succeeded: 2, skipped: 0, failed: 1, cancelled: 0 });
+  });
+
   test('--resume with a file that is not the one uploaded (a line removed before the job\'s last) is refused (exit 1), nothing sent', async () => {
     const { path, lines } = await file('changed.ndjson', 5);
     const auth = { authorization: `Token ${await token()}` };
