@@ -1031,7 +1031,7 @@ export interface components {
                 code: string;
                 count: number;
             }[];
-            /** @description Records run to an outcome per minute (cancelled ones not counted) over the last five minutes, or since the job began running when that is shorter (at least half a minute). */
+            /** @description Records run to an outcome per minute (cancelled ones not counted) over the last five minutes, or since the job began running when that is shorter (at least half a minute); once the job has ended, its rate at its end. */
             records_per_minute: number;
             /** @description Seconds until the records left are done at the current rate; null when unknown, when nothing is left, or when the job is not running (paused, cancelled, or cancelling). */
             eta_seconds: number | null;

@@ -160,6 +160,21 @@ describe('POST migration-jobs/<id>/pause/ and resume/', () => {
   });
 });
 
+describe('records_per_minute of a job that has ended', () => {
+  test('is its rate at its end, still shown once its last five minutes have passed', async () => {
+    const tenant = await createTenant(t);
+    const id = await startedJob(tenant, 6);
+    const done = await ended(tenant, id);
+    assert.ok(done.records_per_minute > 0, `a rate at the end: ${done.records_per_minute}`);
+    assert.equal(done.eta_seconds, null);
+    // Ten minutes on: nothing finished in the last five, and the job shows the rate it ended with.
+    await sql`UPDATE migration_jobs SET started_at = started_at - interval '10 minutes', finished_at = finished_at - interval '10 minutes'
+      WHERE id = ${id}::uuid`.execute(db);
+    await sql`UPDATE migration_job_records SET finished_at = finished_at - interval '10 minutes' WHERE job_id = ${id}::uuid`.execute(db);
+    assert.equal((await getJob(tenant, id)).records_per_minute, done.records_per_minute);
+  });
+});
+
 describe('the answer of an action', () => {
   test('is the job as its own request left it: pauses and resumes sent at once each answer their own write', async () => {
     const tenant = await createTenant(t);

@@ -39,6 +39,8 @@ export interface JobFigures {
   counts: JobCounts;
   errors_by_code: Array<{ code: string; count: number }>;
   records_with_warnings: number;
+  /** Kept when the job ends: its rate then (job-end.ts recentRate). */
+  records_per_minute?: number;
 }
 
 const JOB_COLUMNS = sql`j.id::text AS id, j.supplier_id, s.code AS supplier_code, s.status AS supplier_status,

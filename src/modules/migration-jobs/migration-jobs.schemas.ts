@@ -106,7 +106,7 @@ export const Job = Type.Object({
   counts: JobCounts,
   records_with_warnings: Type.Integer({ description: 'Records whose result has warnings (an already imported account that differs).' }),
   errors_by_code: Type.Array(ErrorCount, { description: 'The first error of each failed record, by code, largest first.' }),
-  records_per_minute: Type.Number({ description: 'Records run to an outcome per minute (cancelled ones not counted) over the last five minutes, or since the job began running when that is shorter (at least half a minute).' }),
+  records_per_minute: Type.Number({ description: 'Records run to an outcome per minute (cancelled ones not counted) over the last five minutes, or since the job began running when that is shorter (at least half a minute); once the job has ended, its rate at its end.' }),
   eta_seconds: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'Seconds until the records left are done at the current rate; null when unknown, when nothing is left, or when the job is not running (paused, cancelled, or cancelling).' }),
 }, { $id: 'MigrationJob' });
 export type Job = Static<typeof Job>;

@@ -22,7 +22,7 @@ import { ndjsonLines, UploadLimitExceeded } from './ndjson-lines.ts';
 import { UploadStalled } from './upload-idle.ts';
 import { UploadNotGzip } from './upload-gzip.ts';
 import { UploadCutOff } from './upload-read-ahead.ts';
-import { endJob, jobFigures } from './job-end.ts';
+import { endJob, jobFigures, RATE_WINDOW_MINUTES, recentRate } from './job-end.ts';
 import { requestDispatch } from './job-queues.ts';
 import { parseLine, type ParsedLine } from './record-line.ts';
 import { isActive, isFinished } from './job-states.ts';
@@ -45,8 +45,6 @@ export interface JobsDeps {
 
 /** Records written per transaction while uploading: a cut-off upload keeps every batch committed before it. */
 export const UPLOAD_BATCH = 500;
-const RATE_WINDOW_MINUTES = 5;
-const MIN_RATE_WINDOW_MINUTES = 0.5;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const jobNotFound = (id: string) => new AppError('not_found', `No migration job "${id}".`);
@@ -122,17 +120,6 @@ function decodeJobCursor(cursor: string): { createdAt: string; id: string } {
   throw badCursor();
 }
 
-/**
- * The minutes `records_per_minute` is taken over: the last five, or the time since the job began
- * running when that is shorter (not less than half a minute), so a young job shows its real rate and
- * ETA instead of its first minute's records spread over five.
- */
-function rateWindowMinutes(row: repo.JobRow): number {
-  const began = Math.max(row.started_at?.getTime() ?? 0, row.not_before?.getTime() ?? 0);
-  if (began === 0) return RATE_WINDOW_MINUTES;
-  return Math.min(RATE_WINDOW_MINUTES, Math.max(MIN_RATE_WINDOW_MINUTES, (Date.now() - began) / 60_000));
-}
-
 /** The supplier's jobs not completed or cancelled, newest first, as GET migration-jobs/<id>/ shows them. */
 export async function unfinishedJobViews(db: Db, supplierId: number): Promise<Job[]> {
   return Promise.all((await repo.unfinishedJobs(db, supplierId)).map((row) => jobView(db, row)));
@@ -143,10 +130,11 @@ export async function jobView(db: Db, row: repo.JobRow): Promise<Job> {
   // A job that has ended shows the figures kept when it ended; one still going sums its counters and
   // counts its failures by code and its records with warnings (jobFigures).
   // The reads are independent and sent together (on PostgreSQL, over as many connections of the pool).
-  const [figures, recent] = await Promise.all([row.final_figures ?? jobFigures(db, row.id),
-    mayHaveFinishedRecently(row) ? repo.finishedSince(db, row.id, RATE_WINDOW_MINUTES) : 0]);
+  // The rate of a job that has ended is the one it had at its end, kept with its figures (one that
+  // ended before it was kept: what finished in the last five minutes, so 0 before long).
+  const [figures, perMinute] = await Promise.all([row.final_figures ?? jobFigures(db, row.id),
+    row.final_figures?.records_per_minute ?? (mayHaveFinishedRecently(row) ? recentRate(db, row) : 0)]);
   const { counts, errors_by_code: errors, records_with_warnings: warned } = figures;
-  const perMinute = Math.round((recent / rateWindowMinutes(row)) * 10) / 10;
   const left = counts.pending + counts.running;
   // Records are run at that rate only while the job runs: not while it (or its supplier) is paused, nor once cancelled.
   const running = shownState(row) === 'running' && !row.cancel_requested;
