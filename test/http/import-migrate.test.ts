@@ -125,7 +125,7 @@ describe('import-migrate run', () => {
       '             2  before the account existed (the line, or the account step)',
       '             0  on an existing account (a later step: part of its history)',
       '  cancelled  0', '  total      6',
-      'Failures by step and code:',
+      'Failures by step and code (each record under every code it has; top errors count its first only):',
       '  account  invalid_phone_number 2',
       `Failed records: ${failures}`,
       '',
@@ -173,8 +173,8 @@ describe('import-migrate run', () => {
     assert.ok(id, run.stdout);
     const text = run.stdout.split('\n');
     assert.equal(text[0]!.replace(/ in \d+s/, ''), `Job ${id} completed (dry run)`);
-    assert.deepEqual(text.slice(text.indexOf('Failures by step and code:')), [
-      'Failures by step and code:',
+    assert.deepEqual(text.slice(text.indexOf('Failures by step and code (each record under every code it has; top errors count its first only):')), [
+      'Failures by step and code (each record under every code it has; top errors count its first only):',
       '  account  invalid_phone_number 2, duplicate_in_file 1',
       `Failed records: ${path}.${id}.failed.ndjson`,
       'A pre-flight: nothing was written. The real run of this file, on a store that has not changed, gives each record this outcome.',
@@ -424,7 +424,7 @@ describe('import-migrate job commands', () => {
       '             2  before the account existed (the line, or the account step)',
       '             0  on an existing account (a later step: part of its history)',
       '  cancelled  0', '  total      6',
-      'Failures by step and code:',
+      'Failures by step and code (each record under every code it has; top errors count its first only):',
       '  account  invalid_phone_number 2', '',
     ].join('\n'));
 

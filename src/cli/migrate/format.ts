@@ -69,7 +69,7 @@ export function summary(job: Job, failuresFile: string | null, split?: FailureSp
   const steps = Object.entries(split?.by_step ?? {});
   if (steps.length > 0) {
     // Every failure, by the step that failed and its codes: what to fix before the real run.
-    lines.push('Failures by step and code:');
+    lines.push('Failures by step and code (each record under every code it has; top errors count its first only):');
     const stepWidth = Math.max(...steps.map(([step]) => step.length));
     for (const [step, codes] of steps) {
       const listed = Object.entries(codes).sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).map(([code, n]) => `${code} ${number(n)}`);
