@@ -82,6 +82,16 @@ async function file(name: string, lines: number, failing = false): Promise<{ pat
 
 const externalOf = (line: string): string => JSON.parse(line).account.external_account_number;
 
+/** A new open job with `body` uploaded to it as it is (a file cut short): its id, the auth header and the upload's answer. */
+async function jobHolding(body: string) {
+  const auth = { authorization: `Token ${await token()}` };
+  const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+  assert.equal(created.status, 201, created.text);
+  const id = created.json.id as string;
+  const res = await fetch(`${server.url}${BASE}${id}/records/`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body });
+  return { id, auth, uploaded: await res.json() };
+}
+
 /** A job of one good record, started with not_before far ahead: scheduled, nothing run. */
 async function scheduledJob(): Promise<string> {
   const auth = { authorization: `Token ${await token()}` };
@@ -207,14 +217,8 @@ describe('import-migrate run', () => {
     const text = `${records[0]}\n\n${records[1]}\n \r\n${records[2]}\n${records[3]}\n\n${records[4]}`;
     const path = join(dir, 'resume.ndjson');
     writeFileSync(path, text);
-    const auth = { authorization: `Token ${await token()}` };
-    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
-    assert.equal(created.status, 201, created.text);
-    const id = created.json.id as string;
-    const first = await fetch(`${server.url}${BASE}${id}/records/`, {
-      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: text.split('\n').slice(0, 3).join('\n'),
-    });
-    assert.deepEqual(await first.json(), { received: 2, total_records: 2 });
+    const { id, auth, uploaded } = await jobHolding(text.split('\n').slice(0, 3).join('\n'));
+    assert.deepEqual(uploaded, { received: 2, total_records: 2 });
 
     const run = await migrateCli('run', path, '--resume', id, '--json');
     assert.equal(run.status, 0, run.stderr);
@@ -240,13 +244,8 @@ describe('import-migrate run', () => {
     const text = `\uFEFF\n${records.join('\n')}\n`;
     const path = join(dir, 'bom.ndjson');
     writeFileSync(path, text);
-    const auth = { authorization: `Token ${await token()}` };
-    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
-    const id = created.json.id as string;
-    const first = await fetch(`${server.url}${BASE}${id}/records/`, {
-      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: text.split('\n').slice(0, 3).join('\n'),
-    });
-    assert.deepEqual(await first.json(), { received: 2, total_records: 2 });
+    const { id, auth, uploaded } = await jobHolding(text.split('\n').slice(0, 3).join('\n'));
+    assert.deepEqual(uploaded, { received: 2, total_records: 2 });
     const run = await migrateCli('run', path, '--resume', id, '--json');
     assert.equal(run.status, 0, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout).upload, { received: 2, total_records: 4, skipped: 2 });
@@ -265,13 +264,8 @@ describe('import-migrate run', () => {
     const lines = [records[0]!, unreadable, records[2]!];
     const path = join(dir, 'unreadable-last.ndjson');
     writeFileSync(path, `${lines.join('\n')}\n`);
-    const auth = { authorization: `Token ${await token()}` };
-    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
-    const id = created.json.id as string;
-    const first = await fetch(`${server.url}${BASE}${id}/records/`, {
-      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: lines.slice(0, 2).join('\n'),
-    });
-    assert.deepEqual(await first.json(), { received: 2, total_records: 2 });
+    const { id, uploaded } = await jobHolding(lines.slice(0, 2).join('\n'));
+    assert.deepEqual(uploaded, { received: 2, total_records: 2 });
     const run = await migrateCli('run', path, '--resume', id, '--json');
     assert.equal(run.status, 1, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout).upload, { received: 1, total_records: 3, skipped: 2 });
@@ -280,13 +274,8 @@ describe('import-migrate run', () => {
 
   test('--resume with a file that is not the one uploaded (a line removed before the job\'s last) is refused (exit 1), nothing sent', async () => {
     const { path, lines } = await file('changed.ndjson', 5);
-    const auth = { authorization: `Token ${await token()}` };
-    const created = await request(server.url, 'POST', BASE, { headers: auth, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
-    const id = created.json.id as string;
-    const first = await fetch(`${server.url}${BASE}${id}/records/`, {
-      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: lines.slice(0, 3).join('\n'),
-    });
-    assert.deepEqual(await first.json(), { received: 3, total_records: 3 });
+    const { id, auth, uploaded } = await jobHolding(lines.slice(0, 3).join('\n'));
+    assert.deepEqual(uploaded, { received: 3, total_records: 3 });
     const held = async () => (await request(server.url, 'GET', `${BASE}${id}/`, { headers: auth })).json;
     const tail = 'it is not the file the job was uploaded from (or lines were added or removed before that one); '
       + 'nothing was uploaded: resume with the file as it was uploaded, or send this one in a new job';
