@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { createWebhook } from '../../src/modules/webhooks/index.ts';
+import { createWebhook, PARALLEL_ATTEMPTS } from '../../src/modules/webhooks/index.ts';
 import { isolatedDatabaseUrl } from '../support/imports.ts';
 import { request, startServer, type ServerProcess } from '../support/server-process.ts';
 import { unique } from '../support/test-app.ts';
@@ -27,8 +27,12 @@ const OUTAGE_MS = Number(process.env.WEBHOOK_FAULT_OUTAGE_MS ?? 60_000);
 // than the outage: nothing is given up.
 const RETRY_BASE_MS = 180;
 const WORKER_CONCURRENCY = 4;
-/** Deliveries one instance can have in flight: 2 delivery workers × batches of 25 (webhooks.worker.ts). */
-const IN_FLIGHT_PER_INSTANCE = 2 * 25;
+/**
+ * Deliveries one instance can have in flight: at most PARALLEL_ATTEMPTS (webhooks.worker.ts: its
+ * delivery workers × batches of 50, as many as the connection pools have sockets). This said 2 × 25
+ * after the batches grew to 50, and failed once 51 of a killed instance's deliveries were repeated.
+ */
+const IN_FLIGHT_PER_INSTANCE = PARALLEL_ATTEMPTS;
 const SERVER_ENV = {
   OUTBOX_INTERVAL_MS: '0', WORKER_CONCURRENCY: String(WORKER_CONCURRENCY), QUEUE_MAINTENANCE_INTERVAL_SECONDS: '2',
   // The killed instance's migration records run again elsewhere after 8 s (default 300).
