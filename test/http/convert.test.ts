@@ -404,6 +404,14 @@ files:
       'customers.csv,2,A1,FAMILY,invalid_encoding', 'customers.csv,3,A2,GIVEN,invalid_encoding', 'customers.csv,4,A3,GIVEN,invalid_encoding']);
     assert.match(latin1.rejects[0]!, /FAMILY has bytes 0x80-0x9F, control characters in Latin-1 \(read as ""O\u0092Neil""\); an export from Windows is usually Windows-1252: give encoding: windows-1252/);
     assert.doesNotMatch(latin1.lines.join('\n'), /[\u0080-\u009f]/);
+    // A broken row's account number is read in the file's encoding too: its children go with it, not as orphans.
+    const key = Buffer.concat([Buffer.from('O'), Buffer.from([0x92]), Buffer.from('1')]);
+    const broken = await convertExport(exportOf('windows-1252-broken', {
+      accounts: Buffer.concat([Buffer.from('ACC,STREET,PC\n'), key, Buffer.from(',"1" High St,LS1 4AP\nP2,2 High St,LS1 4AP\n')]),
+      customers: Buffer.concat([Buffer.from('ACC,GIVEN,FAMILY\n'), key, Buffer.from(',Bob,Smith\nP2,Ann,Jones\n')]),
+    }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: windows-1252}\n')));
+    assert.deepEqual(broken.rejects.map((line) => line.split(',').slice(0, 5).join(',')), [
+      'accounts.csv,2,O\u20191,,malformed_row', 'customers.csv,2,O\u20191,,account_rejected']);
   });
 
   test('a file that is UTF-8 throughout keeps a U+FFFD of its own, and a character cut by the read\'s 64 KiB chunks is not taken for a bad byte', async () => {

@@ -39,11 +39,11 @@ const parserOptions = (csv: CsvOptions): Options => ({
 });
 
 /** A data file that cannot be read as rows at all: empty, or its lines ending in CR alone. */
-export class EmptyFile extends Error {
+export class UnreadableFile extends Error {
   constructor(path: string, why = `is empty: it needs at least its header line`) { super(`the data file ${path} ${why}`); }
 }
 
-/** The header's names, trimmed; an EmptyFile for a file with no line at all, or whose lines end in CR alone. */
+/** The header's names, trimmed; an UnreadableFile for a file with no line at all, or whose lines end in CR alone. */
 export async function readHeader(path: string, csv: CsvOptions): Promise<string[]> {
   const parser = createReadStream(path, { start: await bomLength(path) }).pipe(parse({ ...parserOptions(csv), to: 1 }));
   for await (const record of parser) {
@@ -51,11 +51,11 @@ export async function readHeader(path: string, csv: CsvOptions): Promise<string[
     // line, its header running on into its rows: said as such rather than as columns not found.
     if ((record as string[]).some((name) => /\r(?!$)/.test(name))) {
       parser.destroy();
-      throw new EmptyFile(path, 'has lines that end in CR alone (an old Mac export): convert its line ends to LF or CRLF');
+      throw new UnreadableFile(path, 'has lines that end in CR alone (an old Mac export): convert its line ends to LF or CRLF');
     }
     return (record as string[]).map((name) => name.trim());
   }
-  throw new EmptyFile(path);
+  throw new UnreadableFile(path);
 }
 
 /** The columns a row is projected on (names for the rejects, positions in the header), and how the key is normalised for the join. */
@@ -87,7 +87,8 @@ interface Start { line: number; byte: number; header: boolean }
 interface Broken { fromByte: number; afterLine: number; errorLine: number; unclosed: boolean; detail: string }
 
 /** One parse from `start`, up to the first row it cannot read (returned) or the file's end (undefined). */
-async function* pass(path: string, csv: CsvOptions, { columns, positions, keyOf }: Projection, width: number, start: Start): AsyncGenerator<Row, Broken | undefined> {
+async function* pass(path: string, csv: CsvOptions, projection: Projection, width: number, start: Start): AsyncGenerator<Row, Broken | undefined> {
+  const { columns, positions } = projection;
   const parser = parse(parserOptions(csv));
   const stream = createReadStream(path, { start: start.byte });
   const watch = new Utf8Watch(byteEncoding(csv) === 'utf8');
@@ -118,16 +119,10 @@ async function* pass(path: string, csv: CsvOptions, { columns, positions, keyOf 
     lastLine = start.line + parser.info.lines;
     lastEnd = parser.info.bytes;
     if (header) { header = false; return true; }
-    const row = projected(record, positions, keyOf, lastLine);
-    for (let i = 0; i < positions.length; i++) {
-      if (watch.invalid && row.values[i]!.includes('\uFFFD')) row.fault ??= encodingFault(columns[i]!, row.values[i]!);
-      if (single && C1.test(row.values[i]!)) {
-        const read = single(row.values[i]!, columns[i]!);
-        if (typeof read === 'string') row.values[i] = read;
-        else row.fault ??= read;
-      }
+    const row = projected(record, projection, lastLine, single);
+    if (watch.invalid) {
+      for (let i = 0; i < positions.length; i++) if (row.values[i]!.includes('\uFFFD')) row.fault ??= encodingFault(columns[i]!, row.values[i]!);
     }
-    if (single) row.key = keyOf ? keyOf(row.values[0]!) : row.values[0]!;
     if (record.length !== width) row.fault = { column: '', reason: 'malformed_row', detail: `${record.length} fields where the header has ${width}` };
     return push(row);
   };
@@ -137,9 +132,21 @@ async function* pass(path: string, csv: CsvOptions, { columns, positions, keyOf 
   return broken;
 }
 
-function projected(record: string[], positions: number[], keyOf: Projection['keyOf'], line: number): Row {
+/**
+ * A record's values on the projection's columns, read in the file's encoding (a single-byte one's
+ * 0x80-0x9F mapped, or the field's fault), and its key from them: every row, a broken one too.
+ */
+function projected(record: string[], { columns, positions, keyOf }: Projection, line: number, single: SingleByte | undefined): Row {
   const row: Row = { line, key: '', values: new Array<string>(positions.length) };
-  for (let i = 0; i < positions.length; i++) row.values[i] = record[positions[i]!] ?? '';
+  for (let i = 0; i < positions.length; i++) {
+    let text = record[positions[i]!] ?? '';
+    if (single && C1.test(text)) {
+      const read = single(text, columns[i]!);
+      if (typeof read === 'string') text = read;
+      else row.fault ??= read;
+    }
+    row.values[i] = text;
+  }
   row.key = keyOf ? keyOf(row.values[0]!) : row.values[0]!;
   return row;
 }
@@ -178,7 +185,7 @@ async function brokenRow(path: string, csv: CsvOptions, projection: Projection, 
   return first ? { row: rowOf(first, csv, projection, broken) } : undefined;
 }
 
-function rowOf(first: { line: number; bytes: Buffer[] }, csv: CsvOptions, { positions, keyOf }: Projection, broken: Broken): Row {
+function rowOf(first: { line: number; bytes: Buffer[] }, csv: CsvOptions, projection: Projection, broken: Broken): Row {
   const text = Buffer.concat(first.bytes).toString(byteEncoding(csv)).replace(/\r$/, '');
   let fields: string[];
   try {
@@ -188,7 +195,7 @@ function rowOf(first: { line: number; bytes: Buffer[] }, csv: CsvOptions, { posi
   }
   const line = broken.unclosed ? first.line : Math.max(broken.errorLine, first.line);
   const detail = broken.unclosed ? `a quote opened on line ${first.line} is never closed; reading goes on at line ${first.line + 1}` : broken.detail;
-  return { ...projected(fields, positions, keyOf, line), fault: { column: '', reason: 'malformed_row', detail } };
+  return { ...projected(fields, projection, line, singleByte(csv)), fault: { column: '', reason: 'malformed_row', detail } };
 }
 
 // csv-parse's own words for a stray quote quote the field as it has read it so far; these say what to do.
@@ -223,7 +230,8 @@ const WINDOWS_1252 = '\u20ac \u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0
  * Latin-1 a fault, since they are control characters no legacy text holds, and the likely cause is
  * a Windows-1252 file read as Latin-1 (`O’Neil` would be stored with U+0092). Undefined for UTF-8.
  */
-function singleByte(csv: CsvOptions): ((text: string, column: string) => string | RowFault) | undefined {
+type SingleByte = (text: string, column: string) => string | RowFault;
+function singleByte(csv: CsvOptions): SingleByte | undefined {
   if (csv.encoding === 'latin1') {
     return (text, column) => ({
       column, reason: 'invalid_encoding',

@@ -1,7 +1,7 @@
 import { access } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
-import { EmptyFile, readHeader, type CsvOptions } from './csv-rows.ts';
+import { UnreadableFile, readHeader, type CsvOptions } from './csv-rows.ts';
 import { FILE_KINDS, POINT_CHILDREN, TARGETS, type FileKind, type Target } from './targets.ts';
 import { compileTransform, RowProblem, type Transform, type Value } from './transforms.ts';
 
@@ -97,7 +97,7 @@ async function fileMapping(kind: FileKind, raw: unknown, at: Path, defaults: Def
   const csv = csvOptions(raw.csv, [...at, 'csv'], defaults.defaultCsv, fail);
   let header: string[];
   try { header = await readHeader(path, csv); } catch (error) {
-    return fail([...at, 'path'], error instanceof EmptyFile ? error.message : `cannot read the header of ${path}: ${(error as Error).message}`);
+    return fail([...at, 'path'], error instanceof UnreadableFile ? error.message : `cannot read the header of ${path}: ${(error as Error).message}`);
   }
   const position = (column: string, path: Path) => {
     const index = header.indexOf(column);
