@@ -239,7 +239,9 @@ export function createJobQueue(store: Store, options: QueueOptions = {}): JobQue
       stopped = false;
       await installing(async () => {
         await boss.start();
-        await store.withSession((run) => run(organisationIndexSql(QUEUE_SCHEMA)));
+        await store.withSession(async (run) => {
+          for (const statement of organisationIndexSql(QUEUE_SCHEMA)) await run(statement);
+        });
       });
     },
     async stop(timeoutMs = 10_000) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { QUEUE_SCHEMA } from '../../src/queue/queue.ts';
-import { fetchShared, sharesOf, startSharedWorker, type FetchedJob, type ForOrganisation } from '../../src/queue/shared-work.ts';
+import { fetchShared, sharesOf, startSharedWorker, type FetchedJob, type Holdings } from '../../src/queue/shared-work.ts';
 import { waitUntil } from '../support/imports.ts';
 import { buildTestApp, unique } from '../support/test-app.ts';
 
@@ -23,7 +23,7 @@ describe('the shares of an instance\'s workers', () => {
 
 describe('fetching for shared workers', () => {
   const CONCURRENCY = 8;
-  type Data = Required<ForOrganisation>;
+  type Data = { org: number; lane?: string };
   // The jobs the tests queued, deleted when they end (their queues stay: pg-boss's jobs reference them).
   const created: Array<{ name: string; id: string }> = [];
   after(async () => {
@@ -35,26 +35,45 @@ describe('fetching for shared workers', () => {
     return id;
   };
 
-  /** A queue of the test's own with `counts[org]` jobs of each org queued, the orgs in turn (all of the first before the next). */
-  async function queued(counts: Record<number, number>) {
+  /**
+   * What an instance holds: `{ 1: 2 }` is two jobs of organisation 1 (in no lane), `{ 1: { a: 2, b: 1 } }`
+   * two in its lane a and one in its lane b.
+   */
+  const holding = (held: Record<number, number | Record<string, number>>): Holdings => {
+    const lanes = Object.entries(held).map(([org, n]) => [org, typeof n === 'number' ? { '': n } : n] as const);
+    return {
+      organisations: new Map(lanes.map(([org, n]) => [org, Object.values(n).reduce((a, b) => a + b, 0)])),
+      lanes: new Map(lanes.map(([org, n]) => [org, new Map(Object.entries(n))])),
+    };
+  };
+
+  /**
+   * A queue of the test's own with `counts[org]` jobs of each org queued, the orgs in turn (all of the
+   * first before the next); `{ 1: { a: 3, b: 2 } }` queues 3 jobs in organisation 1's lane a, then 2 in its lane b.
+   */
+  async function queued(counts: Record<number, number | Record<string, number>>) {
     const name = unique('shared_work').replace(/-/g, '_');
     await t.queue.define(name, { retryLimit: 0 });
     // One statement a job, so each has its own created_on: the first org's jobs are the oldest.
     for (const [org, n] of Object.entries(counts)) {
-      for (let i = 0; i < n; i++) await send(name, { org: Number(org) });
+      for (const [lane, m] of Object.entries(typeof n === 'number' ? { '': n } : n)) {
+        for (let i = 0; i < m; i++) await send(name, lane === '' ? { org: Number(org) } : { org: Number(org), lane });
+      }
     }
-    const fetch = async (held: Record<number, number>, limit: number) => {
-      const jobs = await fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name, concurrency: CONCURRENCY },
-        new Map(Object.entries(held)), limit);
-      return jobs.map((job) => job.data.org);
-    };
-    return { name, fetch };
+    const take = (held: Record<number, number | Record<string, number>>, limit: number) =>
+      fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name, concurrency: CONCURRENCY }, holding(held), limit);
+    const fetch = async (held: Record<number, number | Record<string, number>>, limit: number) => (await take(held, limit)).map((job) => job.data.org);
+    /** The jobs taken, counted by organisation and lane ("1/a"). */
+    const fetchLanes = async (held: Record<number, number | Record<string, number>>, limit: number) =>
+      perOrg((await take(held, limit)).map((job) => `${job.data.org}/${job.data.lane ?? ''}`));
+    return { name, fetch, fetchLanes };
   }
-  const perOrg = (orgs: number[]) => Object.fromEntries([...new Set(orgs)].sort().map((org) => [org, orgs.filter((o) => o === org).length]));
+  const perOrg = (orgs: Array<string | number>) =>
+    Object.fromEntries([...new Set(orgs)].sort().map((org) => [org, orgs.filter((o) => o === org).length]));
 
   test('with nothing in hand and two owners waiting, owners are served in turn, whoever queued first', async () => {
     const q = await queued({ 1: 6, 2: 6 });
-    const [first] = await fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name: q.name, concurrency: CONCURRENCY }, new Map(), 1);
+    const [first] = await fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name: q.name, concurrency: CONCURRENCY }, holding({}), 1);
     assert.deepEqual(first?.data, { org: 1 });
     // Taken as pg-boss's own fetch takes a job: active, its retry count untouched.
     assert.equal((await t.queue.boss.getJobById(q.name, first!.id))?.state, 'active');
@@ -101,20 +120,59 @@ describe('fetching for shared workers', () => {
     assert.deepEqual(await q.fetch({}, 50), []);
   });
 
-  test('jobs run together (deliveries) are handed to one call, and all fail together when it throws', async () => {
-    const q = await queued({ 1: 2, 2: 1 });
-    const calls: number[][] = [];
+  test('an organisation alone shares its share between its lanes: half each while another lane waits, all but one for a lane alone', async () => {
+    // Organisation 1 alone may hold 7 of the 8 workers; its lanes share those 7 as organisations share the 8.
+    const { alone } = sharesOf(CONCURRENCY);
+    const lanes = sharesOf(alone);
+    assert.deepEqual(lanes, { shared: 3, alone: 6 });
+    // Lane a queued first and holds nothing: it still takes only its half while lane b waits.
+    const q = await queued({ 1: { a: 10, b: 10 } });
+    assert.deepEqual(await q.fetchLanes({}, 50), { '1/a': lanes.shared, '1/b': lanes.shared });
+    // Lane a at its share (an endpoint whose receiver never answers): lane b still takes its own.
+    assert.deepEqual(await q.fetchLanes({ 1: { a: lanes.shared } }, 50), { '1/b': lanes.shared });
+    assert.deepEqual(await q.fetchLanes({ 1: { a: lanes.shared, b: lanes.shared } }, 50), {});
+  });
+
+  test('a lane alone in its organisation takes all of the share but one: another lane\'s first job goes at once', async () => {
+    const q = await queued({ 1: { a: 10 } });
+    const lanes = sharesOf(sharesOf(CONCURRENCY).alone);
+    assert.deepEqual(await q.fetchLanes({}, 50), { '1/a': lanes.alone });
+    assert.deepEqual(await q.fetchLanes({ 1: { a: lanes.alone } }, 50), {});
+    await send(q.name, { org: 1, lane: 'b' });
+    assert.deepEqual(await q.fetchLanes({ 1: { a: lanes.alone } }, 50), { '1/b': 1 });
+  });
+
+  test('with two organisations waiting, a lane takes half of its organisation\'s half; the lanes of one organisation take turns', async () => {
+    const q = await queued({ 1: { a: 10, b: 10 }, 2: 10 });
+    const { shared } = sharesOf(CONCURRENCY);
+    assert.deepEqual(await q.fetchLanes({}, 50), { '1/a': shared / 2, '1/b': shared / 2, '2/': shared });
+    // Fetches of one job: organisations in turn, and organisation 1's lanes in turn within its turns.
+    const q2 = await queued({ 1: { a: 10, b: 10 }, 2: 10 });
+    const order: string[] = [];
+    const held: Record<number, Record<string, number>> = {};
+    for (let i = 0; i < 4; i++) {
+      const [job] = await fetchShared<Data>(t.store.db, QUEUE_SCHEMA, { name: q2.name, concurrency: CONCURRENCY }, holding(held), 1);
+      const lane = job!.data.lane ?? '';
+      order.push(`${job!.data.org}/${lane}`);
+      held[job!.data.org] = { ...held[job!.data.org], [lane]: (held[job!.data.org]?.[lane] ?? 0) + 1 };
+    }
+    assert.deepEqual(order, ['1/a', '2/', '1/b', '2/']);
+  });
+
+  test('jobs run together (deliveries) are handed to one call per lane, and all fail together when it throws', async () => {
+    const q = await queued({ 1: 2, 2: { a: 1, b: 2 } });
+    const calls: string[][] = [];
     const worker = startSharedWorker<Data>(t.queue.boss, t.store.db, QUEUE_SCHEMA,
-      { name: q.name, concurrency: CONCURRENCY, batchSize: 4, pollingIntervalSeconds: 0.5, together: true },
+      { name: q.name, concurrency: CONCURRENCY, batchSize: 8, pollingIntervalSeconds: 0.5, together: true },
       async (jobs: Array<FetchedJob<Data>>) => {
-        calls.push(jobs.map((job) => job.data.org).sort());
+        calls.push(jobs.map((job) => `${job.data.org}/${job.data.lane ?? ''}`));
         throw new Error('the batch could not be recorded');
       }, () => {});
     try {
       const states = async () => (await Promise.all(created.filter((c) => c.name === q.name)
         .map(async (c) => (await t.queue.boss.getJobById(q.name, c.id))?.state))).sort();
       await waitUntil(async () => (await states()).every((state) => state === 'failed'), 'every job of the batch failed');
-      assert.deepEqual(calls, [[1, 1, 2]], 'one call for the fetch\'s three jobs');
+      assert.deepEqual(calls.sort(), [['1/', '1/'], ['2/a'], ['2/b', '2/b']], 'one call for each lane of the fetch\'s five jobs');
     } finally {
       worker.stop();
     }

@@ -165,6 +165,35 @@ describe('webhook deliveries (D13)', () => {
     }
   });
 
+  test('an endpoint that never answers holds at most its share of its organisation\'s deliveries: the organisation\'s other endpoint gets its events at once', async () => {
+    // The organisation alone may hold 99 of the 100 attempts; its hanging endpoint, alone in it, 98.
+    // Taken together with the hanging ones (in one batch, or behind them in the organisation's share),
+    // the other endpoint's deliveries would wait the 10 s time-out, again and again.
+    const tenant = await createTenant(t);
+    const hanging = await startReceiver([], 'hang');
+    const held = await webhookFor(tenant, hanging, 'migration_job.cancelled');
+    const receiver = await startReceiver();
+    const hook = await webhookFor(tenant, receiver, 'migration_job.cancelled');
+    try {
+      for (let i = 0; i < 150; i++) {
+        assert.equal((await call(t.app, 'POST', `/v1/data-import/webhook-endpoints/${held.webhook}/test/`, { token: tenant.token })).status, 202);
+      }
+      await hanging.waitFor(PARALLEL_ATTEMPTS / 2);
+      const asked = Date.now();
+      for (let i = 0; i < 20; i++) {
+        assert.equal((await call(t.app, 'POST', `/v1/data-import/webhook-endpoints/${hook.webhook}/test/`, { token: tenant.token })).status, 202);
+      }
+      const pings = await receiver.waitFor(20, 8000);
+      const last = Math.max(...pings.map((ping) => ping.at));
+      assert.ok(last - asked < 5000, `the 20 pings took ${last - asked} ms`);
+      assert.ok(hanging.received.length < 150, 'the hanging endpoint\'s pings were still waiting');
+    } finally {
+      await deleteWebhook(db, held.webhook);
+      hanging.then = 200;
+      hanging.release();
+    }
+  });
+
   test('no answer (connection refused) and a redirect are failed attempts; the redirect is not followed', async () => {
     const tenant = await createTenant(t);
     const receiver = await startReceiver([302]);

@@ -27,11 +27,17 @@ export function retryDelayMs(attempt: number, baseMs: number): number {
 }
 
 /**
- * `org` is the endpoint's organisation: the delivery workers are shared out between organisations, so
- * one whose receivers are slow or never answer cannot hold them all (a job queued before it was kept
- * has none, and shares with the others that have none).
+ * `org` is the endpoint's organisation and `lane` the endpoint: the delivery workers are shared out
+ * between organisations, and an organisation's share between its endpoints, so one whose receivers
+ * are slow or never answer cannot hold them all, nor one endpoint its organisation's other endpoints'
+ * (a job queued before they were kept has none, and shares with the others that have none).
  */
 export interface DeliveryJob extends ForOrganisation { endpoint_id: string; event_id: number; attempt: number }
+
+/** The job of an event's first attempt to an endpoint (the later ones copy it: followUp). */
+export function firstAttempt(endpoint: { id: string; organisation_id: number }, eventId: number): DeliveryJob {
+  return { endpoint_id: endpoint.id, event_id: eventId, attempt: 1, org: endpoint.organisation_id, lane: endpoint.id };
+}
 
 export interface DeliveryDeps {
   db: Kysely<Database>;

@@ -7,7 +7,7 @@ import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import { utcSeconds } from '../../schemas/datetime.ts';
 import { insertPing, type EventType } from '../events/index.ts';
-import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, jobIdOf, type DeliveryJob } from './webhook-delivery.ts';
+import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, firstAttempt, jobIdOf } from './webhook-delivery.ts';
 import type {
   CreatedWebhookEndpoint, CreateWebhookEndpointBody, DeliveriesQuery, PingEvent, RotatedWebhookSecret, UpdateWebhookEndpointBody,
   WebhookDelivery, WebhookEndpoint,
@@ -86,7 +86,7 @@ export async function sendPing(deps: EndpointsDeps, caller: Caller, id: string):
   }
   const ping = await deps.db.transaction().execute(async (trx) => {
     const event = await insertPing(trx);
-    const job: DeliveryJob = { endpoint_id: id, event_id: event.id, attempt: 1, org: caller.organisationId };
+    const job = firstAttempt({ id, organisation_id: caller.organisationId }, event.id);
     await deps.queue.send(DELIVERY_QUEUE, job, { trx, id: jobIdOf(job), ...DELIVERY_JOB_POLICY });
     return event;
   });

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { JobQueue } from '../../queue/queue.ts';
-import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, type DeliveryJob } from './webhook-delivery.ts';
+import { DELIVERY_JOB_POLICY, DELIVERY_QUEUE, firstAttempt, type DeliveryJob } from './webhook-delivery.ts';
 import * as repo from './webhooks.repository.ts';
 
 // The fan-out (D13): turns new events into delivery jobs, one per (matching enabled endpoint, event).
@@ -89,7 +89,7 @@ async function fanOutBatch(trx: Transaction<Database>, queue: JobQueue): Promise
       // An endpoint receives the events recorded since it was created or last enabled again, not the
       // history before it nor what happened while it was disabled.
       if (event.created_at < endpoint.enabled_at) continue;
-      jobs.push({ endpoint_id: endpoint.id, event_id: event.id, attempt: 1, org: endpoint.organisation_id });
+      jobs.push(firstAttempt(endpoint, event.id));
     }
   }
   await queue.sendMany(DELIVERY_QUEUE, jobs, { trx, ...DELIVERY_JOB_POLICY });
