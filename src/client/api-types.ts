@@ -1311,7 +1311,7 @@ export interface components {
             }[];
             /**
              * Format: date
-             * @description Date, YYYY-MM-DD, from 1900-01-01, not in the future.
+             * @description Date, YYYY-MM-DD, from 1900-01-01, not in the future (today in UTC at the latest).
              */
             date_of_birth?: string;
             customer_preferences?: {
@@ -1746,14 +1746,14 @@ export interface components {
             bill_period_from_date: string;
             /**
              * Format: date
-             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31. Not before bill_period_from_date (`invalid_date_range`).
+             * @description Date, YYYY-MM-DD, from 1900-01-01, not in the future (today in UTC at the latest). Not before bill_period_from_date (`invalid_date_range`).
              */
             bill_period_to_date: string;
             /** @description Unique per account; a repeat with the same data changes nothing, with other data it is 400 `conflict` */
             statement_id: string;
             /**
              * Format: date
-             * @description Date, YYYY-MM-DD, from 1900-01-01 to 2100-12-31.
+             * @description Date, YYYY-MM-DD, from 1900-01-01, not in the future (today in UTC at the latest).
              */
             issued_date: string;
             number: string;

@@ -11,7 +11,7 @@ const NOT_FUTURE = { notFuture: true };
 
 const DATE_RULES = {
   date: (value) => (isRealDate(value) ? asFindings(dateProblem(value)) : NO_FINDINGS),
-  'date-of-birth': (value) => (isRealDate(value) ? asFindings(dateProblem(value, NOT_FUTURE)) : NO_FINDINGS),
+  'not-future': (value) => (isRealDate(value) ? asFindings(dateProblem(value, NOT_FUTURE)) : NO_FINDINGS),
   'utc-date-time': (value) => {
     const day = typeof value === 'string' && UTC_DATE_TIME.test(value) ? value.slice(0, 10) : null;
     const problem = day && isRealDate(day) ? dateProblem(day) : null;
@@ -24,9 +24,12 @@ export const DateString = Type.String({
   format: 'date', maxLength: 10, ...ruleOf(DATE_RULES, 'date'), description: `Date, YYYY-MM-DD, from ${DATE_MIN} to ${DATE_MAX}.`,
 });
 
-/** A date of birth: the date rule, and not in the future (`max_value`). */
-export const DateOfBirth = Type.String({
-  format: 'date', maxLength: 10, ...ruleOf(DATE_RULES, 'date-of-birth'), description: `Date, YYYY-MM-DD, from ${DATE_MIN}, not in the future.`,
+/**
+ * A date that has passed (a date of birth, the day a statement was issued): the date rule, and not
+ * after today in UTC (`max_value`).
+ */
+export const PastDate = Type.String({
+  format: 'date', maxLength: 10, ...ruleOf(DATE_RULES, 'not-future'), description: `Date, YYYY-MM-DD, from ${DATE_MIN}, not in the future (today in UTC at the latest).`,
 });
 
 /** A UTC datetime with `Z`, whole seconds or up to 6 decimals, its date within the date rule. */

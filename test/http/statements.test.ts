@@ -120,6 +120,25 @@ describe('POST historical-statements/create/', () => {
     ]);
   });
 
+  test('a statement is history: issued and its period ended by today (UTC); a later day is max_value, today passes', async () => {
+    const { tenant, account } = await setup();
+    const today = new Date().toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    const res = await post(tenant, account.externalAccountNumber, [
+      statement('F1', '2100-12-01', '2100-12-31', { issued_date: '2024-01-02' }),
+      statement('F2', '2024-01-01', '2024-01-31', { issued_date: tomorrow }),
+    ]);
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.json.errors.map((e: any) => [e.attr, e.code, e.detail]), [
+      ['statements.0.bill_period_to_date', 'max_value', 'Ensure this date is not in the future.'],
+      ['statements.1.issued_date', 'max_value', 'Ensure this date is not in the future.'],
+    ]);
+    assert.deepEqual(await stored(account.accountId), []);
+    // Nothing of the refused request was kept; a statement issued today for a period ending today passes.
+    const ok = await post(tenant, account.externalAccountNumber, [statement('T', today, today)]);
+    assert.equal(ok.status, 201, JSON.stringify(ok.json));
+  });
+
   test('404 for unknown and staged-only accounts; foreign supplier; paused supplier still accepted', async () => {
     const { tenant, account } = await setup();
     const missing = await post(tenant, 'NOPE', [statement('S', '2024-01-01', '2024-01-31')]);

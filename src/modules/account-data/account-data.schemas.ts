@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { compileValidator, type Validator } from '../../core/validation.ts';
 import type { FieldError } from '../../core/errors.ts';
 import { ruleOf } from '../../core/rules.ts';
-import { DateOfBirth, DateString } from '../../schemas/dates.ts';
+import { DateString, PastDate } from '../../schemas/dates.ts';
 import { ExternalAccountNumber, ImportSupplierCode } from '../../schemas/identifiers.ts';
 import { RequiredText, Text } from '../../schemas/text.ts';
 import { ACCOUNT_DATA_RULES } from './account-data.rules.ts';
@@ -72,7 +72,7 @@ export const Customer = Type.Object({
     description: 'Phone number, or "" for none; without a leading + it is read in the billing address\'s country (`invalid_phone_number`).',
   })),
   alternative_phone_numbers: Type.Optional(Type.Array(AlternativePhoneNumber, { maxItems: ACCOUNT_LIMITS.alternativePhoneNumbers })),
-  date_of_birth: Type.Optional(DateOfBirth),
+  date_of_birth: Type.Optional(PastDate),
   customer_preferences: Type.Optional(CustomerPreferences),
   user_details: Type.Optional(Unsupported('Absent or empty only (`not_supported`).')),
 }, { $id: 'Customer', additionalProperties: false });
