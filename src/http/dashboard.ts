@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { AppError } from '../core/errors.ts';
 import { setPageHeaders } from './page-headers.ts';
 
 // GET /dashboard/ (D14): a static page and its scripts (and /dashboard/jobs/<id>/report, the printable
@@ -42,7 +43,8 @@ export function registerDashboard(app: FastifyInstance): void {
   const files = new Map(Object.entries(FILES).map(([name, file]) => [name, { body: readFileSync(file.path), type: file.type }]));
   const send = (name: string, reply: FastifyReply) => {
     const file = files.get(name);
-    if (!file) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+    // An unknown file is the service's own 404, in JSON like every other error.
+    if (!file) throw new AppError('not_found', `No dashboard file "${name}".`);
     return setPageHeaders(reply, DASHBOARD_CSP)
       .type(file.type)
       // The page holds nothing secret, but the answers of the API it calls do: never cache those (they

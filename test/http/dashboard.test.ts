@@ -100,7 +100,9 @@ describe('the dashboard page', () => {
       assert.equal((await fetch(`${base}/dashboard/${path}`)).status, 200, path);
     }
     for (const path of ['/dashboard/nope.js', '/dashboard/..%2Fapp.ts', '/dashboard/vendor/../../package.json']) {
-      assert.equal((await fetch(`${base}${path}`)).status, 404, path);
+      const miss = await fetch(`${base}${path}`);
+      assert.equal(miss.status, 404, path);
+      assert.equal((await miss.json() as { code: string }).code, 'not_found', path);
     }
   });
 
