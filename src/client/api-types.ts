@@ -1355,7 +1355,7 @@ export interface components {
              */
             last_billed_to_date?: string;
             agreements?: components["schemas"]["Agreement"][];
-            /** @description The electricity supply point identifier: unique within the payload, and not live on another account. */
+            /** @description The electricity supply point identifier, matched as written: no surrounding white space, no control or format characters; unique within the payload, and not live on another account. */
             identifier: string;
             /**
              * Format: date

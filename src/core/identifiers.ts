@@ -9,6 +9,13 @@ export const PATH_SAFE_PATTERN =
   '^(?!\\.{1,2}$)(?:[^\\s/\\p{Cc}\\p{Cf}](?:[^/\\p{Cc}\\p{Cf}]*[^\\s/\\p{Cc}\\p{Cf}])?)?$';
 
 /**
+ * An identifier that is matched as written (an electricity supply point's, unique across every
+ * account): no surrounding white space and no control or format characters, which would make one
+ * meter point look like two (`"123 "` beside `"123"`, a zero-width space) while they print the same.
+ */
+export const MATCHED_IDENTIFIER_PATTERN = '^[^\\s\\p{Cc}\\p{Cf}](?:[^\\p{Cc}\\p{Cf}]*[^\\s\\p{Cc}\\p{Cf}])?$';
+
+/**
  * A payment instruction's reference at its vendor: it becomes one segment of the vendor's URL path
  * (`/payment-instructions/{reference}`), sent with the vendor's secret. Only RFC 3986 unreserved
  * characters (letters, digits, `-`, `.`, `_`, `~`), which no client or server decodes or rewrites, and

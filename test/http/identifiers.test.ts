@@ -21,6 +21,32 @@ const REFUSED: Array<[string, string]> = [
   ['a soft hyphen', 'EXT\u00ad1'],
 ];
 
+describe('electricity supply point identifiers are matched as written', () => {
+  // Unique across every account: a value that prints like another (surrounding white space, a
+  // zero-width space) would let one meter point be registered on two accounts.
+  const withIdentifier = (identifier: string) => {
+    const body = accountPayload(tenant.supplier);
+    const point = body.supply_addresses[0]!.supply_points[0] as { identifier: string };
+    point.identifier = identifier;
+    return body;
+  };
+  const ATTR = 'supply_addresses.0.supply_points.0.identifier';
+  for (const [name, value] of [['only spaces', '   '], ['a trailing space', 'MPAN-1 '], ['a leading tab', '\tMPAN-1'],
+    ['a zero-width space', 'MPAN\u200b-1'], ['a line break inside', 'MPAN\n-1']] as const) {
+    test(`an identifier with ${name} is invalid`, async () => {
+      const res = await call(t.app, 'POST', VALIDATE_URL, { token: tenant.token, body: withIdentifier(value) });
+      assert.equal(res.status, 400, res.body);
+      assert.deepEqual(res.json.errors, [{ ...INVALID, attr: ATTR }]);
+    });
+  }
+  test('spaces inside, and letters of any script, are fine', async () => {
+    for (const value of ['S 01 801 101 22', 'MPAN-É-1']) {
+      const res = await call(t.app, 'POST', VALIDATE_URL, { token: tenant.token, body: withIdentifier(value) });
+      assert.equal(res.status, 200, res.body);
+    }
+  });
+});
+
 describe('identifiers that appear in URL paths', () => {
   for (const [name, value] of REFUSED) {
     test(`external_account_number with ${name} is invalid at validate and stage`, async () => {

@@ -1,4 +1,5 @@
 import { Type, type Static, type TUnsafe } from '@sinclair/typebox';
+import { MATCHED_IDENTIFIER_PATTERN } from '../../core/identifiers.ts';
 import { Choice } from '../../schemas/choice.ts';
 import { DateString } from '../../schemas/dates.ts';
 import { NullableText, RequiredText, Text } from '../../schemas/text.ts';
@@ -90,7 +91,11 @@ const common = {
 export const ElectricitySupplyPoint = Type.Object({
   supply_type: Type.Literal('ELECTRICITY'),
   ...common,
-  identifier: RequiredText(100, { description: 'The electricity supply point identifier: unique within the payload, and not live on another account.' }),
+  identifier: RequiredText(100, {
+    pattern: MATCHED_IDENTIFIER_PATTERN,
+    description: 'The electricity supply point identifier, matched as written: no surrounding white space, no control or format characters; '
+      + 'unique within the payload, and not live on another account.',
+  }),
   initial_connection_date: Type.Optional(DateString),
   location_description: Type.Optional(Text(500)),
   book_number: Type.Optional(Text(50)),
