@@ -232,7 +232,7 @@ export interface paths {
         put?: never;
         /**
          * Import the payment instruction of an imported account
-         * @description Verifies the instruction with the payment vendor, then stores its non-sensitive details as the account's one active instruction. Re-posting the same vendor, reference and type answers 201 again and stores nothing new (another type is 400 conflict at type); a different instruction while one is active is 400 active_payment_instruction_exists. Vendor outcomes: not found → 400 payment_instruction_not_found; refused for good → 400 payment_vendor_rejected (do not retry as is); unreachable, timing out or failing after retries → 500 payment_vendor_unavailable (retry as is). The example needs a payment vendor `demo-pay` registered by the service team; a fresh service has none.
+         * @description Verifies the instruction with the payment vendor, then stores its non-sensitive details as the account's one active instruction. Re-posting the same vendor, reference and type answers 201 again and stores nothing new (another type is 400 conflict at type); a different instruction while one is active is 400 active_payment_instruction_exists. Vendor outcomes: not found → 400 payment_instruction_not_found; found but ended (a status such as cancelled or expired) → 400 payment_instruction_not_active, nothing stored; refused for good → 400 payment_vendor_rejected (do not retry as is); unreachable, timing out or failing after retries → 500 payment_vendor_unavailable (retry as is). The example needs a payment vendor `demo-pay` registered by the service team; a fresh service has none.
          */
         post: operations["importPaymentInstruction"];
         delete?: never;
@@ -3922,7 +3922,7 @@ export interface operations {
                     "application/json": components["schemas"]["PaymentInstructionResult"];
                 };
             };
-            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `payment_vendor_not_found`, `payment_instruction_not_found`, `payment_vendor_rejected`, `active_payment_instruction_exists`, `conflict`. */
+            /** @description Refused; `code` is one of `invalid`, `parse_error`, `import_supplier_not_found`, `payment_vendor_not_found`, `payment_instruction_not_found`, `payment_instruction_not_active`, `payment_vendor_rejected`, `active_payment_instruction_exists`, `conflict`. */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -32,6 +32,7 @@ const ERRORS = {
   payment_instruction_not_found: entry(400, 'No such payment instruction.'),
   payment_vendor_rejected: entry(400, 'The payment vendor rejected the instruction; do not retry the request as it is.'),
   payment_vendor_not_found: entry(400, 'No such payment vendor.'),
+  payment_instruction_not_active: entry(400, 'The payment vendor reports the instruction as ended (cancelled or expired, say): it cannot be the account\'s active instruction.'),
   active_payment_instruction_exists: entry(400, 'The account already has an active payment instruction with another vendor or reference.'),
   // 400: a history item sent again under its identifier with other content (core/conflicts.ts); for
   // import-admin, a change the stored state refuses (a key already revoked, a vendor still in use)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as admin from '../../src/modules/admin/index.ts';
 import { insertImportedAccount, insertStagedOnly } from '../support/accounts.ts';
-import { DEFAULT_VENDOR_TIMEOUT_MS, retryPolicyFor, VENDOR_CALL_LIMIT_MS } from '../../src/modules/payment-instructions/index.ts';
+import { DEFAULT_VENDOR_TIMEOUT_MS, isEndedStatus, retryPolicyFor, VENDOR_CALL_LIMIT_MS } from '../../src/modules/payment-instructions/index.ts';
 import { createVendorClient } from '../../src/modules/payment-instructions/index.ts';
 import { closedPortUrl, startFakeVendor, type Behaviour } from '../support/fake-vendor.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant } from '../support/test-app.ts';
@@ -180,6 +180,27 @@ describe('POST payment-instruction/create/: one active instruction per account',
     assert.deepEqual((await storedFor(account.accountId)).map((r) => r.reference), [first]);
   });
 
+  test('an instruction the vendor reports as ended: 400 payment_instruction_not_active, nothing stored; a live one then goes in', async () => {
+    const { tenant, account, vendor } = await setup();
+    const ended = referenceWith('cancelled');
+    assertError(await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, ended)), 400, {
+      code: 'payment_instruction_not_active', attr: 'reference',
+      detail: `Payment vendor "${vendor}" reports instruction "${ended}" as "CANCELLED": only a live instruction can be the account's active one.` });
+    assert.deepEqual(await storedFor(account.accountId), []);
+    const live = referenceWith('found');
+    assert.equal((await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, live))).status, 201);
+    assert.deepEqual((await storedFor(account.accountId)).map((r) => r.reference), [live]);
+  });
+
+  test('the ended statuses, compared without case, spaces, _ or -; any other status is live', () => {
+    for (const status of ['CANCELLED', 'canceled', 'Expired', 'REVOKED', 'closed', 'In-Active', 'terminated', 'FAILED', 'deleted', 'ended']) {
+      assert.equal(isEndedStatus(status), true, status);
+    }
+    for (const status of ['active', 'ACTIVE', 'pending', 'pending_cancellation', 'live', '', null]) {
+      assert.equal(isEndedStatus(status), false, String(status));
+    }
+  });
+
   test('ten identical posts at once: all 201, one row', async () => {
     const { tenant, account, vendor } = await setup();
     const reference = referenceWith('found');
@@ -326,6 +347,17 @@ describe('kind stripe: PaymentMethods through the official SDK', () => {
       id: reference, object: 'payment_method', type: 'card', livemode: false,
       card: { brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2099, funding: 'credit', country: 'GB' },
     });
+  });
+
+  test('a card past its expiry month: 400 payment_instruction_not_active, nothing stored', async () => {
+    const { tenant, account, vendor } = await stripeSetup();
+    const reference = unique('pm');
+    fake.set(reference, 'cancelled');
+    const res = await post(tenant, bodyFor(tenant, account.externalAccountNumber, vendor, reference));
+    assert.equal(res.status, 400);
+    assert.equal(res.json.code, 'payment_instruction_not_active');
+    assert.match(res.json.detail, /as "expired"/);
+    assert.deepEqual(await storedFor(account.accountId), []);
   });
 
   test('resource_missing: 400 payment_instruction_not_found; 403: 400 payment_vendor_rejected', async () => {

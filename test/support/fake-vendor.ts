@@ -15,6 +15,7 @@ export type Behaviour =
   | 'hang' // never answers (the client's timeout fires)
   | 'flaky' // 500 twice, then as 'found'
   | 'slow' // as 'found', after SLOW_MS
+  | 'cancelled' // 200 with the instruction, its status CANCELLED (for stripe, a card that expired in 2020)
   | 'malformed'; // 200 with a body that breaks the protocol
 
 /** How long a 'slow' reference takes to be answered. */
@@ -82,6 +83,10 @@ function answer(res: ServerResponse, _req: IncomingMessage, behaviour: Behaviour
       return void setTimeout(() => answer(res, _req, 'found', reference, stripe), SLOW_MS);
     case 'found':
       return send(res, 200, stripe ? stripePaymentMethod(reference) : httpInstruction(reference));
+    case 'cancelled':
+      return send(res, 200, stripe
+        ? { ...stripePaymentMethod(reference), card: { ...stripePaymentMethod(reference).card, exp_year: 2020 } }
+        : { ...httpInstruction(reference), status: 'CANCELLED' });
     case 'malformed':
       return send(res, 200, { hello: 'world' });
     case 'not_found':

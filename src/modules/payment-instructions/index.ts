@@ -4,6 +4,6 @@ export { EXAMPLE_VENDOR, IMPORT_PAYMENT_INSTRUCTION } from './payment-instructio
 export { paymentInstructionsRoutes } from './payment-instructions.routes.ts';
 export { CreatePaymentInstructionBody } from './payment-instructions.schemas.ts';
 export { askTheVendor, createPaymentInstructions, type AskVendor, type PaymentInstructions } from './payment-instructions.service.ts';
-export type { PaymentVendor, VendorInstruction } from './vendors/vendor.ts';
+export { isEndedStatus, type PaymentVendor, type VendorInstruction } from './vendors/vendor.ts';
 export { DEFAULT_VENDOR_TIMEOUT_MS, retryPolicyFor, VENDOR_CALL_LIMIT_MS } from './vendors/retry.ts';
 export { createVendorClient } from './vendors/vendor-factory.ts';

@@ -8,7 +8,7 @@ import type { Caller } from '../../core/caller.ts';
 import type { CreatePaymentInstructionBody, CreatePaymentInstructionReply } from './payment-instructions.schemas.ts';
 import * as repo from './payment-instructions.repository.ts';
 import { createVendorClient } from './vendors/vendor-factory.ts';
-import type { PaymentVendor, VendorInstruction } from './vendors/vendor.ts';
+import { isEndedStatus, type PaymentVendor, type VendorInstruction } from './vendors/vendor.ts';
 
 
 /**
@@ -49,6 +49,12 @@ async function createPaymentInstruction(
       throw new AppError('payment_vendor_unavailable', `${result.detail} Retry the request as it is.`);
     case 'found':
       break;
+  }
+  // Stored, it would be the account's one active instruction: billing would collect through a
+  // cancelled mandate or an expired card.
+  if (isEndedStatus(result.status)) {
+    throw AppError.field('payment_instruction_not_active',
+      `Payment vendor "${vendor.code}" reports instruction "${body.reference}" as "${result.status}": only a live instruction can be the account's active one.`, 'reference');
   }
 
   const stored = await db.transaction().execute(async (trx) => {

@@ -28,6 +28,17 @@ export interface PaymentVendorClient {
   fetchInstruction(reference: string, options?: FetchOptions): Promise<VendorInstruction>;
 }
 
+/**
+ * Vendor statuses that say an instruction is over: a cancelled mandate, an expired card. Compared
+ * without case, `_`, `-` or spaces. Any other status (`active`, `pending`, a vendor's own word) is
+ * taken as live: the protocol's status is free text, and only these are known to mean "ended".
+ */
+const ENDED_STATUSES = new Set(['cancelled', 'canceled', 'expired', 'revoked', 'closed', 'inactive', 'terminated', 'failed', 'deleted', 'ended']);
+
+export function isEndedStatus(status: string | null): boolean {
+  return status !== null && ENDED_STATUSES.has(status.toLowerCase().replace(/[\s_-]/g, ''));
+}
+
 export const unavailable = (detail: string, transient = true): VendorInstruction => ({ outcome: 'unavailable', detail, transient });
 
 const REFERENCE = new RegExp(VENDOR_REFERENCE_PATTERN, 'u');
