@@ -398,6 +398,9 @@ files:
     assert.deepEqual(windows.records[0].account.customers[0], { given_name: 'Bob', family_name: 'O\u2019Neil' });
     assert.deepEqual(windows.customersOf('A2'), ['\u20acuro']);
     assert.deepEqual(windows.rejects, ['customers.csv,4,A3,GIVEN,invalid_encoding,"GIVEN has the byte 0x81, which Windows-1252 does not define"']);
+    // cp1252 is another name for it.
+    const cp1252 = await convertExport(exportOf('cp1252', { customers }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: cp1252}\n')));
+    assert.deepEqual([cp1252.records, cp1252.rejects], [windows.records, windows.rejects]);
     const latin1 = await convertExport(exportOf('windows-1252-as-latin1', { customers }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: latin1}\n')));
     assert.deepEqual(latin1.records.map((r) => r.account.customers), [[], [], []]);
     assert.deepEqual(latin1.rejects.map((line) => line.split(',').slice(0, 5).join(',')), [

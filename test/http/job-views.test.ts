@@ -186,6 +186,12 @@ describe('a running job\'s rate and ETA', () => {
     const young = await getJob(tenant, id);
     assert.deepEqual([young.state, young.counts.pending, young.counts.running, young.records_per_minute, young.eta_seconds], ['running', 1, 0, 28, 3]);
 
+    // A cancel asked for: the record left is not going to run, so no ETA, while the rate still shows.
+    await sql`UPDATE migration_jobs SET cancel_requested = true WHERE id = ${id}::uuid`.execute(db);
+    const cancelling = await getJob(tenant, id);
+    assert.deepEqual([cancelling.counts.pending, cancelling.records_per_minute, cancelling.eta_seconds], [1, 28, null]);
+    await sql`UPDATE migration_jobs SET cancel_requested = false WHERE id = ${id}::uuid`.execute(db);
+
     // Nothing left (the job not yet marked completed): no ETA, while the rate still shows.
     await sql`UPDATE migration_job_records SET outcome = 'succeeded', finished_at = now() WHERE job_id = ${id}::uuid AND line = 15`.execute(db);
     const done = await getJob(tenant, id);

@@ -199,6 +199,8 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
     assert.deepEqual(await exceptionLines(tenant, id), [
       { line: 1, external_account_number: a.external_account_number, measure: 'failed', file: null, migrated: null },
     ]);
+    assert.equal((await exceptions(tenant, id, 'text/csv')).body, 'line,external_account_number,measure,file,migrated\r\n'
+      + `1,${a.external_account_number},failed,,\r\n`);
   });
 
   test('an account named on two lines counts once: the duplicate line sees nothing of it and differs as not migrated', async () => {
