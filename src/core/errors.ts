@@ -22,6 +22,7 @@ const ERRORS = {
   account_already_imported: entry(400, 'The account is already imported.'),
   account_marked_to_skip: entry(400, 'The account is marked to be skipped and cannot be staged or created.'),
   account_import_in_progress: entry(400, 'Another create of the account is running; check its status, then retry if needed.'),
+  account_staged_data_changed: entry(400, 'Another request staged other data for the account while this record was creating it; nothing was created.'),
   operations_team_not_found: entry(400, 'No such operations team.'),
   supply_point_already_registered: entry(400, 'A supply point is already registered to another account.'),
   dry_run_rolled_back: entry(400, 'The dry run succeeded and was rolled back.'),

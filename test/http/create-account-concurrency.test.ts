@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SLOT_LOCK_SPACE } from '../../src/modules/account-imports/index.ts';
-import { isolatedDatabaseUrl, PG_ONLY, pgSession, PROCESS_URL, processAccount, stage, waitUntil } from '../support/imports.ts';
+import { isolatedDatabaseUrl, PG_ONLY, pgSession, PROCESS_URL, processAccount, stage, STAGE_URL, waitUntil } from '../support/imports.ts';
 import { request, startServer } from '../support/server-process.ts';
 import { buildTestApp, call, createTenant, type TestApp } from '../support/test-app.ts';
 import { sql } from 'kysely';
@@ -45,6 +45,36 @@ describe('concurrency (D6, spec 8)', () => {
     const accounts = await db.selectFrom('accounts').select('number')
       .where('external_account_number', '=', payload.external_account_number).execute();
     assert.deepEqual(accounts, [{ number: created[0]!.json.service_account_number }]);
+  });
+
+  test('a job record\'s create is made from the data it staged: another request\'s stage in between is account_staged_data_changed, nothing created', async () => {
+    // A migration job's record stages, then creates, as two steps (record-pipeline.ts); a create makes
+    // the account from the data staged when it runs. Here the record's two steps, with a stage by
+    // another request (the REST endpoint, another instance) between them.
+    const tenant = await createTenant(t);
+    const caller = await t.tokens.authenticate(tenant.token);
+    const ours = accountPayload(tenant.supplier);
+    const ext = ours.external_account_number;
+    await t.modules.imports.stage(caller, ours);
+    const theirs = { ...ours, billing_address: { ...ours.billing_address, locality: 'Bath' } };
+    assert.equal((await call(t.app, 'POST', STAGE_URL, { token: tenant.token, body: theirs })).status, 200);
+    const body = { import_supplier_code: tenant.supplier, external_account_number: ext, operations_team_name: tenant.team };
+    await assert.rejects(t.modules.imports.create(caller, body, { stagedByCaller: ours, onCreated: async () => {} }), (error: { code?: string; detail?: string }) => {
+      assert.equal(error.code, 'account_staged_data_changed');
+      assert.match(error.detail!, new RegExp(`Account "${ext}" was staged again, with other data, by another request`));
+      return true;
+    });
+    assert.deepEqual(await db.selectFrom('accounts').select('number').where('external_account_number', '=', ext).execute(), []);
+    // Its own data staged again (the record run again), the same create makes the account.
+    await t.modules.imports.stage(caller, ours);
+    const made = await t.modules.imports.create(caller, body, { stagedByCaller: ours, onCreated: async () => {} });
+    assert.match(made.service_account_number, /^A-/);
+    // A GB postcode the record sent in another form is staged normalised: still the record's own data.
+    const other = accountPayload(tenant.supplier);
+    const spaced = { ...other, billing_address: { ...other.billing_address, postal_code: 'bs15ty' } };
+    await t.modules.imports.stage(caller, spaced);
+    const normalised = await t.modules.imports.create(caller, { ...body, external_account_number: other.external_account_number }, { stagedByCaller: spaced });
+    assert.match(normalised.service_account_number, /^A-/);
   });
 });
 

@@ -30,8 +30,11 @@ export interface ImportsDeps {
 export interface Imports {
   /** Stage (create-or-update): validated by the caller against the account data schema. */
   stage(caller: Caller, data: AccountData): Promise<StageResult>;
-  /** Create (process) the staged account; `onCreated` is a write of the caller's that commits with the account. */
-  create(caller: Caller, body: ProcessAccountBody, options?: Pick<CreateAccountDeps, 'onCreated'>): Promise<ProcessAccountResponse>;
+  /**
+   * Create (process) the staged account; `onCreated` is a write of the caller's that commits with the
+   * account, `stagedByCaller` the data the caller staged, the only data the account may be made from.
+   */
+  create(caller: Caller, body: ProcessAccountBody, options?: Pick<CreateAccountDeps, 'onCreated' | 'stagedByCaller'>): Promise<ProcessAccountResponse>;
   /** An account's import status. */
   status(caller: Caller, supplierCode: string, externalAccountNumber: string): Promise<AccountStatusResponse>;
   /** Accounts never staged before, created together in the caller's transaction (a migration job's chunk). */
@@ -53,7 +56,7 @@ function bound(deps: ImportsDeps, db: Kysely<Database>, staging: StagingWriter):
     drawAccountNumber: deps.drawAccountNumber };
   return {
     stage: (caller, data) => stageAccount(parts, caller, data),
-    create: (caller, body, options = {}) => createAccount({ ...parts, onCreated: options.onCreated }, caller, body),
+    create: (caller, body, options = {}) => createAccount({ ...parts, onCreated: options.onCreated, stagedByCaller: options.stagedByCaller }, caller, body),
     status: (caller, supplierCode, ext) => accountStatus(db, caller, supplierCode, ext),
     createNewAccounts: (trx, supplier, teamId, accounts) => createNewAccounts(trx, parts, supplier, teamId, accounts),
     on: (other) => bound(deps, other, stagingOn(other, deps.events)),

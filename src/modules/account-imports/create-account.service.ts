@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Database, Supplier } from '../../db/schema.ts';
@@ -43,6 +44,13 @@ export interface CreateAccountDeps {
    * its record as the one that created the account, so the mark survives a crash right after.
    */
   onCreated?: ((trx: Transaction<Database>, serviceAccountNumber: string) => Promise<void>) | undefined;
+  /**
+   * The data the caller staged just before (a migration job's record): the account is made from it
+   * or not at all. A create makes the account from the data staged when it runs, so a stage by
+   * anything else in between (another request, another instance) would otherwise become the account
+   * while the record reported its own data created: that is `account_staged_data_changed` instead.
+   */
+  stagedByCaller?: AccountData | undefined;
   /** Where new accounts' numbers are drawn: newAccountNumber, unless a test forces a collision with its own. */
   drawAccountNumber?: (() => string) | undefined;
 }
@@ -104,7 +112,8 @@ async function create(
     if (atOnce(deps, supplier, body)) {
       const seen = await imports.findForCreateAtOnce(deps.db, supplier.id, ext, body.operations_team_name);
       // Anything in the way (or invalid): the transaction below answers it, in D4's order.
-      if (seen && seen.account_id === null && !seen.skipped && seen.team_id !== null && !validateAccountData(seen.data)) {
+      if (seen && seen.account_id === null && !seen.skipped && seen.team_id !== null && !validateAccountData(seen.data)
+        && stagedAsExpected(deps, seen.data)) {
         data = seen.data as AccountData;
         const number = (deps.drawAccountNumber ?? newAccountNumber)();
         const [made] = await insertAccountsWithTrees(deps.db, [accountWithTree(supplier, seen.team_id, seen.id, ext, data, number)],
@@ -136,6 +145,10 @@ async function create(
       // tree is written (below), not by a look beforehand: one round trip less for every create, and
       // the same answer, since nothing after that point can fail first.
       data = state.data as AccountData;
+      if (!stagedAsExpected(deps, data)) {
+        throw new AppError('account_staged_data_changed', `Account "${ext}" was staged again, with other data, by another request while `
+          + 'this record was creating it; nothing was created. Run the record again (retry the job) once the other writer is done.');
+      }
 
       // The created attempt and its event are written by the account's own statement (a dry run's
       // would be rolled back with it: it writes neither).
@@ -156,6 +169,12 @@ async function create(
     if (isUniqueViolation(error, 'accounts_account_import_id_key')) throw errors.accountImportInProgress(ext);
     throw error;
   }
+}
+
+/** Whether the staged data is what the caller staged (as staging stores it: postcodes in their normal form, as JSON). */
+function stagedAsExpected(deps: Pick<CreateAccountDeps, 'stagedByCaller'>, staged: unknown): boolean {
+  if (deps.stagedByCaller === undefined) return true;
+  return isDeepStrictEqual(staged, JSON.parse(JSON.stringify(withNormalisedPostcodes(deps.stagedByCaller))));
 }
 
 /**

@@ -170,6 +170,8 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
         }, {
           // A pre-flight's record is not marked: its account is rolled back.
           onCreated: job.dry_run ? undefined : (trx, made) => markRecordCreated(trx, job.id, row.line, made),
+          // Made from this record's data only, not from what another request staged since.
+          stagedByCaller: account,
         });
         number = made.service_account_number;
         created = true;
