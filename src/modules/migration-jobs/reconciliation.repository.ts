@@ -88,6 +88,20 @@ const MEASURE_JSON = (p: string) => sql.raw(`jsonb_build_object(${[...COUNT_MEAS
 const itemKeys = (items: string, key: string) =>
   sql.raw(`jsonb_path_query_array(r.record->'${items}', 'strict $[*] ? (exists(@.${key})).${key}', '{}', true)`);
 
+const MEASURE_NAMES = [...COUNT_MEASURES, ...MONEY_MEASURES] as const;
+type MeasureName = (typeof MEASURE_NAMES)[number];
+const isMoney = (m: MeasureName) => (MONEY_MEASURES as readonly string[]).includes(m);
+/** A line's file side, from its record. */
+const FILE_SIDE = sql.raw(MEASURE_NAMES.map((m) => `r.f_${m}`).join(', '));
+/** The columns of a store-side part that are the record's (none: it is another row of the same line). */
+const NO_RECORD = sql.raw(['NULL', 'NULL', 'NULL', ...MEASURE_NAMES.map(() => 'NULL')].join(', '));
+/** A part's store side: the measures it gives, 0 for the others. */
+const storeSide = (values: Partial<Record<MeasureName, string>>) =>
+  sql.raw(MEASURE_NAMES.map((m) => `${values[m] ?? (isMoney(m) ? '0::numeric' : '0')} AS s_${m}`).join(', '));
+/** A line's parts put together: its record's file side, and each store-side measure summed over its parts. */
+const BY_LINE = sql.raw([...MEASURE_NAMES.map((m) => `max(f_${m}) AS f_${m}`),
+  ...MEASURE_NAMES.map((m) => (isMoney(m) ? `sum(s_${m}) AS s_${m}` : `sum(s_${m})::int AS s_${m}`))].join(', '));
+
 /**
  * The job's records (all, or the lines `from`..`to`) with both sides of each measure: `f_` what the
  * line holds (kept on the record at upload, migration 022), `s_` what the store holds, `found` whether the store holds its account. The store's
@@ -105,6 +119,13 @@ const itemKeys = (items: string, key: string) =>
  * transactions give the balance and the keyed count in the same pass. A line groups on its own. Each note sent is looked up by the notes' (account,
  * body) index: joined as a set, the planner guesses a hundred notes a record and reads the whole notes
  * table, even for one page of 500 lines.
+ *
+ * A line's figures are put together by grouping its parts (UNION ALL, GROUP BY line), never by joining
+ * each table's figures to the records: without statistics (tables a server has not analysed yet, right
+ * after a first big job or with autovacuum off) the planner took the records for one row and joined
+ * every table's figures to them in nested loops, computing each again for every record: over a
+ * minute, and the statement's time limit, for 3,000 records. Grouping costs the same whatever the
+ * planner guesses.
  */
 const measuredRecords = (jobId: string, supplierId: number, lines?: { from: number; to: number }) => sql`(
   WITH r AS MATERIALIZED (
@@ -134,17 +155,19 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
   pi AS (SELECT r.line FROM r JOIN payment_instructions AS q ON q.account_id = r.account_id AND q.active WHERE r.sends_instruction),
   no AS (SELECT r.line, (SELECT count(*) FROM jsonb_items_of(r.notes) AS n(v) WHERE EXISTS (SELECT 1 FROM notes AS o
       WHERE o.account_id = r.account_id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', ''))))::int AS n
-    FROM r WHERE r.account_id IS NOT NULL)
-  SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found, r.failed,
-    r.f_accounts, r.f_customers, r.f_supply_points, r.f_meters, r.f_statements, r.f_transactions, r.f_notes,
-    r.f_payment_instructions, r.f_balance_total, r.f_statements_gross_total,
-    (r.account_id IS NOT NULL)::int AS s_accounts, COALESCE(cu.n, 0) AS s_customers, COALESCE(sp.n, 0) AS s_supply_points,
-    COALESCE(me.n, 0) AS s_meters, COALESCE(st.n, 0) AS s_statements, COALESCE(tx.n, 0) AS s_transactions, COALESCE(no.n, 0) AS s_notes,
-    (pi.line IS NOT NULL)::int AS s_payment_instructions,
-    COALESCE(tx.balance, 0) AS s_balance_total, COALESCE(st.gross, 0) AS s_statements_gross_total
-  FROM r
-  LEFT JOIN cu ON cu.line = r.line LEFT JOIN sp ON sp.line = r.line LEFT JOIN me ON me.line = r.line
-  LEFT JOIN tx ON tx.line = r.line LEFT JOIN st ON st.line = r.line LEFT JOIN pi ON pi.line = r.line LEFT JOIN no ON no.line = r.line
+    FROM r WHERE r.account_id IS NOT NULL),
+  parts AS (
+    SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found, r.failed, ${FILE_SIDE}, ${storeSide({ accounts: '(r.account_id IS NOT NULL)::int' })} FROM r
+    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ customers: 'n' })} FROM cu
+    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ supply_points: 'n' })} FROM sp
+    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ meters: 'n' })} FROM me
+    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ transactions: 'n', balance_total: 'balance' })} FROM tx
+    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ statements: 'n', statements_gross_total: 'gross' })} FROM st
+    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ payment_instructions: '1' })} FROM pi
+    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ notes: 'n' })} FROM no
+  )
+  SELECT line, max(external_account_number) AS external_account_number, bool_or(found) AS found, bool_or(failed) AS failed, ${BY_LINE}
+  FROM parts GROUP BY line
 ) AS m`;
 
 /** The job's records `from`..`to` (line numbers), in line order, with both sides of each measure. */
