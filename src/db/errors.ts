@@ -18,6 +18,8 @@ const SQLSTATE = {
   unavailable: ['57P01', '57P02', '57P03', '08000', '08003', '08006', '25P03', '57P05', '53300'],
   /** The server rolled the transaction back to let another go on: deadlock_detected, serialization_failure. */
   conflict: ['40P01', '40001'],
+  /** query_canceled: the statement ran past the session's statement_timeout (DB_STATEMENT_TIMEOUT_MS), and was stopped. */
+  timeout: ['57014'],
 } as const;
 
 /** Socket-level failures node reports while reaching the server. */
@@ -51,11 +53,15 @@ export function isUnstorableInput(error: unknown): boolean {
  * met another one, a deadlock (each waiting for a row the other holds; PostgreSQL aborts one) or a
  * serialization failure. Either way nothing of the transaction was kept, and the same work tried
  * again normally succeeds. The one deadlock seen (the stats counters' rows taken in opposite orders
- * at commit) cannot happen since migration 023; any other is still answered this way.
+ * at commit) cannot happen since migration 023; any other is still answered this way. `timeout`:
+ * the server stopped a statement at its time limit (a busy or struggling server; its transaction,
+ * if any, is rolled back): worth trying again later, and no bug of the request's.
  */
-export function retryableStoreFailure(error: unknown): 'unavailable' | 'conflict' | undefined {
+export function retryableStoreFailure(error: unknown): 'unavailable' | 'conflict' | 'timeout' | undefined {
   if (isStoreUnavailable(error)) return 'unavailable';
-  return (SQLSTATE.conflict as readonly string[]).includes(codeOf(error)) ? 'conflict' : undefined;
+  const code = codeOf(error);
+  if ((SQLSTATE.conflict as readonly string[]).includes(code)) return 'conflict';
+  return (SQLSTATE.timeout as readonly string[]).includes(code) ? 'timeout' : undefined;
 }
 
 /** The store is unreachable (a restart, a network cut): a retryable condition rather than a bug. */

@@ -95,9 +95,12 @@ export function toAppError(error: unknown): AppError {
   // deadlock, a serialization failure): nothing was written, and the same request may be sent again.
   const retryable = retryableStoreFailure(error);
   if (retryable) {
-    return new AppError('service_unavailable', retryable === 'conflict'
-      ? 'The database rolled this request back because it conflicted with other work; nothing was written. Retry it.'
-      : messageFor('service_unavailable'), { headers: { 'Retry-After': '1' } });
+    const detail = {
+      conflict: 'The database rolled this request back because it conflicted with other work; nothing was written. Retry it.',
+      timeout: 'The database stopped this request at its time limit (it is busy, or the request asked for a lot at once). Retry it later.',
+      unavailable: messageFor('service_unavailable'),
+    }[retryable];
+    return new AppError('service_unavailable', detail, { headers: { 'Retry-After': retryable === 'timeout' ? '10' : '1' } });
   }
   return new AppError('internal_error');
 }

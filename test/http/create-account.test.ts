@@ -285,4 +285,21 @@ describe('POST account-import-process/process/: rolled back by the database to s
       }
     });
   }
+
+  test('a statement stopped at its time limit (57014): 503 service_unavailable with Retry-After 10, nothing written; the same request then creates the account', async () => {
+    const tenant = await createTenant(t);
+    const payload = await stage(t, tenant, accountPayload(tenant.supplier, { external_account_number: unique('TIMEOUT') }));
+    const ext = payload.external_account_number;
+    const planted = await plantConflictOnce(db, ext, '57014');
+    try {
+      const refused = await processAccount(t, tenant, ext);
+      assert.equal(refused.status, 503, refused.body);
+      assert.deepEqual([refused.json.code, refused.headers['retry-after']], ['service_unavailable', '10']);
+      assert.match(refused.json.detail, /stopped this request at its time limit/);
+      assert.equal(await accountOf(tenant.supplier, ext), undefined, 'nothing written');
+      assert.equal((await processAccount(t, tenant, ext)).status, 201);
+    } finally {
+      await planted.remove();
+    }
+  });
 });

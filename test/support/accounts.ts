@@ -48,6 +48,9 @@ export async function insertStagedOnly(t: TestApp, tenant: Tenant): Promise<stri
 
 export interface PlantedConflict { fired(): Promise<boolean>; remove(): Promise<void> }
 
+/** deadlock_detected, serialization_failure; or query_canceled, as a statement stopped at its time limit is. */
+export type PlantedCode = '40P01' | '40001' | '57014';
+
 /** Where a planted conflict strikes: the rows of `table` that `when` (SQL over NEW) picks, on `event`. */
 export interface ConflictSite { table: string; event: 'INSERT' | 'UPDATE'; when: string; times?: number }
 
@@ -57,7 +60,7 @@ export interface ConflictSite { table: string; event: 'INSERT' | 'UPDATE'; when:
  * times) by a trigger at `site`: what a statement meets when PostgreSQL settles a conflict by rolling it back. `fired`
  * tells whether it was raised; `remove` takes it away.
  */
-export async function plantConflictAt(db: Kysely<Database>, site: ConflictSite, code: '40P01' | '40001' = '40P01'): Promise<PlantedConflict> {
+export async function plantConflictAt(db: Kysely<Database>, site: ConflictSite, code: PlantedCode = '40P01'): Promise<PlantedConflict> {
   const name = unique('planted_conflict').replace(/\W/g, '_');
   await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
   await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -77,5 +80,5 @@ export async function plantConflictAt(db: Kysely<Database>, site: ConflictSite, 
 }
 
 /** A conflict planted on the insert of account `ext` (plantConflictAt). */
-export const plantConflictOnce = (db: Kysely<Database>, ext: string, code: '40P01' | '40001' = '40P01') =>
+export const plantConflictOnce = (db: Kysely<Database>, ext: string, code: PlantedCode = '40P01') =>
   plantConflictAt(db, { table: 'accounts', event: 'INSERT', when: `NEW.external_account_number = '${ext}'` }, code);

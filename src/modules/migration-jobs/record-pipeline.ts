@@ -287,8 +287,12 @@ function asStepFailure(step: RecordStep, error: unknown, prefix: string): StepFa
   }
   const retryable = retryableStoreFailure(error);
   if (retryable) {
-    return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail: retryable === 'conflict'
-      ? 'The database rolled this step back because it conflicted with other work.' : 'The database was unavailable.' }], true);
+    const detail = {
+      conflict: 'The database rolled this step back because it conflicted with other work.',
+      timeout: 'The database stopped this step at its time limit.',
+      unavailable: 'The database was unavailable.',
+    }[retryable];
+    return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail }], true);
   }
   return new StepFailure(step, [{ code: 'internal_error', attr: prefix || step, detail: 'An unexpected error occurred; it has been logged.' }], false, error);
 }
