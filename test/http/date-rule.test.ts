@@ -58,7 +58,7 @@ describe('one date rule for every date and datetime', () => {
     assert.equal(res.status, 200, res.body);
   });
 
-  test('a statement ending 9999-12-31 is refused; one ending 2100-12-31 closes the period as a date', async () => {
+  test('a statement ending 9999-12-31 is refused; one ending on a leap day closes the period as a date', async () => {
     const account = await insertImportedAccount(t, tenant);
     const body = (statements: unknown[]) => ({ import_supplier: tenant.supplier, external_account_number: account.externalAccountNumber, statements });
     const far = await call(t.app, 'POST', STATEMENTS_URL, { token: tenant.token, body: body([statement('S-FAR', '9999-01-01', '9999-12-31')]) });
@@ -71,15 +71,17 @@ describe('one date rule for every date and datetime', () => {
         { code: 'max_value', detail: AFTER, attr: 'statements.0.issued_date' },
       ],
     });
-    const last = await call(t.app, 'POST', STATEMENTS_URL, { token: tenant.token, body: body([statement('S-LAST', '2100-12-01', '2100-12-31')]) });
+    // A statement is history (its period ended by today): the latest day one may end is today, so the
+    // open period's first day, the day after, is computed as a date across a leap day here.
+    const last = await call(t.app, 'POST', STATEMENTS_URL, { token: tenant.token, body: body([statement('S-LAST', '2024-02-01', '2024-02-29')]) });
     assert.equal(last.status, 201, last.body);
 
-    const early = { transaction_id: 'T-EARLY', transaction_date: '2100-12-31', amount: 1, type: 'CHARGE', reason: 'IMPORTED_CHARGE' };
+    const early = { transaction_id: 'T-EARLY', transaction_date: '2024-02-29', amount: 1, type: 'CHARGE', reason: 'IMPORTED_CHARGE' };
     const res = await call(t.app, 'POST', `${TRANSACTIONS_URL}?force_add_to_current_statement=false`, {
       token: tenant.token, body: { import_supplier: tenant.supplier, external_account_number: account.externalAccountNumber, transactions: [early] },
     });
     assert.equal(res.status, 400, res.body);
-    const detail = 'Transaction "T-EARLY" is dated 2100-12-31, before the open statement period, which starts 2101-01-01.';
+    const detail = 'Transaction "T-EARLY" is dated 2024-02-29, before the open statement period, which starts 2024-03-01.';
     assert.deepEqual(res.json, {
       detail, code: 'TRANSACTION_IMPORT_ERROR',
       errors: [{ code: 'TRANSACTION_IMPORT_ERROR', detail, attr: 'transactions.0.transaction_date' }],
