@@ -74,10 +74,13 @@ export const supplyCharge = (transactionId = `SC-${id()}`): Body => ({
 export const transactionsBody = (supplier: string, ext: string, transactions: Body[] = [transaction()]): Body =>
   ({ import_supplier: supplier, external_account_number: ext, transactions });
 
-/** Statement `n` covers month n of 2000 onwards, so any number of them never overlap. */
+/**
+ * Statement `n` covers month n of 1950 onwards, so any number of them never overlap, and the most a
+ * request may hold (500, and one more) all ended long ago: a statement may not end in the future.
+ */
 export const statement = (n = 0, statementId = `S-${id()}`): Body => {
-  const from = new Date(Date.UTC(2000, n, 1));
-  const to = new Date(Date.UTC(2000, n + 1, 0));
+  const from = new Date(Date.UTC(1950, n, 1));
+  const to = new Date(Date.UTC(1950, n + 1, 0));
   const day = (d: Date) => d.toISOString().slice(0, 10);
   return { bill_period_from_date: day(from), bill_period_to_date: day(to), statement_id: statementId, issued_date: day(to), number: `N${n}`, gross_amount: 10.5, statement_path: `statements/${n}.pdf` };
 };
