@@ -47,6 +47,18 @@ export function isUnstorableInput(error: unknown): boolean {
   return (SQLSTATE.unstorableInput as readonly string[]).includes(codeOf(error));
 }
 
+export type RetryableStoreFailure = 'unavailable' | 'conflict' | 'timeout';
+
+/**
+ * What each retryable store failure tells whoever sent the work, a request or a job record's step
+ * (the same words for both: the work was the same), and how long to wait before sending it again.
+ */
+export const STORE_FAILURES: Readonly<Record<RetryableStoreFailure, { detail: string; retryAfterSeconds: number }>> = {
+  conflict: { detail: 'The database rolled this back because it conflicted with other work; nothing of it was written. Retry it.', retryAfterSeconds: 1 },
+  timeout: { detail: 'The database stopped this at its time limit (it is busy, or this asked for a lot at once). Retry it later.', retryAfterSeconds: 10 },
+  unavailable: { detail: 'The database is unavailable; retry shortly.', retryAfterSeconds: 1 },
+};
+
 /**
  * Why a store error is worth retrying as it is, or undefined when it is not: `unavailable`, the
  * store was away (isStoreUnavailable); `conflict`, the server rolled the transaction back because it
@@ -57,7 +69,7 @@ export function isUnstorableInput(error: unknown): boolean {
  * the server stopped a statement at its time limit (a busy or struggling server; its transaction,
  * if any, is rolled back): worth trying again later, and no bug of the request's.
  */
-export function retryableStoreFailure(error: unknown): 'unavailable' | 'conflict' | 'timeout' | undefined {
+export function retryableStoreFailure(error: unknown): RetryableStoreFailure | undefined {
   if (isStoreUnavailable(error)) return 'unavailable';
   const code = codeOf(error);
   if ((SQLSTATE.conflict as readonly string[]).includes(code)) return 'conflict';

@@ -3,7 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { AppError, messageFor } from '../core/errors.ts';
-import { isUnstorableInput, retryableStoreFailure } from '../db/errors.ts';
+import { isUnstorableInput, retryableStoreFailure, STORE_FAILURES } from '../db/errors.ts';
 import { isExemptFromRequestDeadline } from './request-deadline.ts';
 import { logRequestCompleted, noteErrorCode } from './request-log.ts';
 
@@ -95,12 +95,8 @@ export function toAppError(error: unknown): AppError {
   // deadlock, a serialization failure): nothing was written, and the same request may be sent again.
   const retryable = retryableStoreFailure(error);
   if (retryable) {
-    const detail = {
-      conflict: 'The database rolled this request back because it conflicted with other work; nothing was written. Retry it.',
-      timeout: 'The database stopped this request at its time limit (it is busy, or the request asked for a lot at once). Retry it later.',
-      unavailable: messageFor('service_unavailable'),
-    }[retryable];
-    return new AppError('service_unavailable', detail, { headers: { 'Retry-After': retryable === 'timeout' ? '10' : '1' } });
+    const { detail, retryAfterSeconds } = STORE_FAILURES[retryable];
+    return new AppError('service_unavailable', detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
   }
   return new AppError('internal_error');
 }

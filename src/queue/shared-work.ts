@@ -152,6 +152,12 @@ export async function fetchShared<T>(
   return rows;
 }
 
+/** The organisation and the lane a job is in, as the fetch and its index read them from its data ('' for none). */
+function laneOf(job: FetchedJob<unknown>): { organisation: string; lane: string } {
+  const data = job.data as Record<string, unknown> | null;
+  return { organisation: String(data?.[ORGANISATION_FIELD] ?? ''), lane: String(data?.[LANE_FIELD] ?? '') };
+}
+
 export interface SharedWorker {
   /** Stops fetching; the jobs in hand run on (queue.ts waits for them). */
   stop(): void;
@@ -172,9 +178,7 @@ export function startSharedWorker<T>(
   const lanes = new Map<string, Map<string, number>>();
   const held: Holdings = { organisations, lanes };
   const count = (job: FetchedJob<T>, n: 1 | -1) => {
-    const data = job.data as Record<string, unknown> | null;
-    const organisation = String(data?.[ORGANISATION_FIELD] ?? '');
-    const lane = String(data?.[LANE_FIELD] ?? '');
+    const { organisation, lane } = laneOf(job);
     const ofOrganisation = lanes.get(organisation) ?? new Map<string, number>();
     organisations.set(organisation, (organisations.get(organisation) ?? 0) + n);
     ofOrganisation.set(lane, (ofOrganisation.get(lane) ?? 0) + n);
@@ -193,11 +197,11 @@ export function startSharedWorker<T>(
   const byLane = (jobs: Array<FetchedJob<T>>) => {
     const runs = new Map<string, Array<FetchedJob<T>>>();
     for (const job of jobs) {
-      const data = job.data as Record<string, unknown> | null;
-      const lane = JSON.stringify([data?.[ORGANISATION_FIELD] ?? '', data?.[LANE_FIELD] ?? '']);
-      const run = runs.get(lane);
+      const { organisation, lane } = laneOf(job);
+      const key = JSON.stringify([organisation, lane]);
+      const run = runs.get(key);
       if (run) run.push(job);
-      else runs.set(lane, [job]);
+      else runs.set(key, [job]);
     }
     return [...runs.values()];
   };

@@ -55,25 +55,26 @@ describe('concurrency (D6, spec 8)', () => {
     const caller = await t.tokens.authenticate(tenant.token);
     const ours = accountPayload(tenant.supplier);
     const ext = ours.external_account_number;
-    await t.modules.imports.stage(caller, ours);
+    const { stored } = await t.modules.imports.stage(caller, ours);
     const theirs = { ...ours, billing_address: { ...ours.billing_address, locality: 'Bath' } };
     assert.equal((await call(t.app, 'POST', STAGE_URL, { token: tenant.token, body: theirs })).status, 200);
     const body = { import_supplier_code: tenant.supplier, external_account_number: ext, operations_team_name: tenant.team };
-    await assert.rejects(t.modules.imports.create(caller, body, { stagedByCaller: ours, onCreated: async () => {} }), (error: { code?: string; detail?: string }) => {
+    await assert.rejects(t.modules.imports.create(caller, body, { stagedByCaller: stored, onCreated: async () => {} }), (error: { code?: string; detail?: string }) => {
       assert.equal(error.code, 'account_staged_data_changed');
       assert.match(error.detail!, new RegExp(`Account "${ext}" was staged again, with other data, by another request`));
       return true;
     });
     assert.deepEqual(await db.selectFrom('accounts').select('number').where('external_account_number', '=', ext).execute(), []);
     // Its own data staged again (the record run again), the same create makes the account.
-    await t.modules.imports.stage(caller, ours);
-    const made = await t.modules.imports.create(caller, body, { stagedByCaller: ours, onCreated: async () => {} });
+    const again = await t.modules.imports.stage(caller, ours);
+    const made = await t.modules.imports.create(caller, body, { stagedByCaller: again.stored, onCreated: async () => {} });
     assert.match(made.service_account_number, /^A-/);
-    // A GB postcode the record sent in another form is staged normalised: still the record's own data.
+    // A GB postcode the record sent in another form is stored normalised, and the stage says so: still the record's own data.
     const other = accountPayload(tenant.supplier);
     const spaced = { ...other, billing_address: { ...other.billing_address, postal_code: 'bs15ty' } };
-    await t.modules.imports.stage(caller, spaced);
-    const normalised = await t.modules.imports.create(caller, { ...body, external_account_number: other.external_account_number }, { stagedByCaller: spaced });
+    const staged = await t.modules.imports.stage(caller, spaced);
+    assert.equal(staged.stored.billing_address.postal_code, 'BS1 5TY');
+    const normalised = await t.modules.imports.create(caller, { ...body, external_account_number: other.external_account_number }, { stagedByCaller: staged.stored });
     assert.match(normalised.service_account_number, /^A-/);
   });
 });

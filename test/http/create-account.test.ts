@@ -295,7 +295,7 @@ describe('POST account-import-process/process/: rolled back by the database to s
       const refused = await processAccount(t, tenant, ext);
       assert.equal(refused.status, 503, refused.body);
       assert.deepEqual([refused.json.code, refused.headers['retry-after']], ['service_unavailable', '10']);
-      assert.match(refused.json.detail, /stopped this request at its time limit/);
+      assert.match(refused.json.detail, /stopped this at its time limit/);
       assert.equal(await accountOf(tenant.supplier, ext), undefined, 'nothing written');
       assert.equal((await processAccount(t, tenant, ext)).status, 201);
     } finally {

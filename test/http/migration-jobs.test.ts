@@ -7,7 +7,7 @@ import * as admin from '../../src/modules/admin/index.ts';
 import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/index.ts';
 import { plantConflictAt } from '../support/accounts.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
-import { twoLooks, waitUntil } from '../support/imports.ts';
+import { STAGE_URL, twoLooks, waitUntil } from '../support/imports.ts';
 import { countedRecords, runJobToEnd } from '../support/jobs.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, unique, type Tenant, type TestApp } from '../support/test-app.ts';
@@ -512,10 +512,13 @@ describe('running a job', () => {
     }
   });
 
-  test('a step the database rolls back on every try is retried, then fails with service_unavailable at that step', async () => {
+  for (const [code, detail] of [
+    ['40001', 'The database rolled this back because it conflicted with other work; nothing of it was written. Retry it.'],
+    ['57014', 'The database stopped this at its time limit (it is busy, or this asked for a lot at once). Retry it later.'],
+  ] as const) test(`a step the database rolls back on every try (${code}) is retried, then fails with service_unavailable at that step`, async () => {
     const tenant = await createTenant(t);
     const body = unique('ROLLED-BACK');
-    const planted = await plantConflictAt(t.store.db, { table: 'notes', event: 'INSERT', when: `NEW.body = '${body}'`, times: 1_000 }, '40001');
+    const planted = await plantConflictAt(t.store.db, { table: 'notes', event: 'INSERT', when: `NEW.body = '${body}'`, times: 1_000 }, code);
     try {
       const job = await newJob(tenant);
       await upload(tenant, job.id, [{ account: accountPayload(tenant.supplier), notes: [{ body }] }]);
@@ -523,7 +526,7 @@ describe('running a job', () => {
       assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, failed: 1 });
       const [line] = await resultsOf(tenant, job.id);
       assert.deepEqual([line.outcome, line.step, line.created, line.errors], ['failed', 'notes', true, [
-        { code: 'service_unavailable', attr: 'notes', detail: 'The database rolled this step back because it conflicted with other work.' },
+        { code: 'service_unavailable', attr: 'notes', detail },
       ]]);
       const kept = await sql<{ n: number }>`SELECT count(*)::int AS n FROM notes WHERE body = ${body}`.execute(t.store.db);
       assert.equal(kept.rows[0]!.n, 0, 'the rolled-back note is not stored');
@@ -532,6 +535,33 @@ describe('running a job', () => {
       assert.deepEqual(rows, [{ attempts: 3 }]);
     } finally {
       await planted.remove();
+    }
+  });
+
+  test('a record\'s account is made from the data the record staged, or not at all: another writer\'s stage before its create fails it with account_staged_data_changed', async () => {
+    const tenant = await createTenant(t);
+    const account = accountPayload(tenant.supplier);
+    const ext = account.external_account_number;
+    // Staged before (by the REST endpoint), so the record stages over it, then creates, one step at a
+    // time. A trigger plays another writer: the record's stage stores another locality, as a stage
+    // by another request landing between the record's two steps would leave it.
+    assert.equal((await call(t.app, 'POST', STAGE_URL, { token: tenant.token, body: account })).status, 201);
+    const name = unique('other_writer').replace(/\W/g, '_');
+    await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      NEW.data = jsonb_set(NEW.data, '{billing_address,locality}', '"Bath"'); RETURN NEW; END $$`).execute(db);
+    await sql.raw(`CREATE TRIGGER ${name} BEFORE UPDATE ON account_imports FOR EACH ROW WHEN (NEW.external_account_number = '${ext}') EXECUTE FUNCTION ${name}()`).execute(db);
+    try {
+      const job = await newJob(tenant);
+      await upload(tenant, job.id, [{ account }]);
+      await action(tenant, job.id, 'start');
+      assert.deepEqual((await finished(tenant, job.id)).counts, { ...ZERO, total: 1, failed: 1 });
+      const [line] = await resultsOf(tenant, job.id);
+      assert.deepEqual([line.outcome, line.step, line.created, line.errors.map((e: { code: string; attr: string }) => [e.code, e.attr])],
+        ['failed', 'account', null, [['account_staged_data_changed', 'account']]]);
+      assert.deepEqual(await db.selectFrom('accounts').select('number').where('external_account_number', '=', ext).execute(), [], 'nothing created');
+    } finally {
+      await sql.raw(`DROP TRIGGER ${name} ON account_imports`).execute(db);
+      await sql.raw(`DROP FUNCTION ${name}()`).execute(db);
     }
   });
 

@@ -45,8 +45,8 @@ export interface CreateAccountDeps {
    */
   onCreated?: ((trx: Transaction<Database>, serviceAccountNumber: string) => Promise<void>) | undefined;
   /**
-   * The data the caller staged just before (a migration job's record): the account is made from it
-   * or not at all. A create makes the account from the data staged when it runs, so a stage by
+   * The data the caller's stage just stored (its StageResult's `stored`; a migration job's record):
+   * the account is made from it or not at all. A create makes the account from the data staged when it runs, so a stage by
    * anything else in between (another request, another instance) would otherwise become the account
    * while the record reported its own data created: that is `account_staged_data_changed` instead.
    */
@@ -171,10 +171,10 @@ async function create(
   }
 }
 
-/** Whether the staged data is what the caller staged (as staging stores it: postcodes in their normal form, as JSON). */
+/** Whether the staged data is what the caller's stage stored (compared as the store gives JSON back). */
 function stagedAsExpected(deps: Pick<CreateAccountDeps, 'stagedByCaller'>, staged: unknown): boolean {
   if (deps.stagedByCaller === undefined) return true;
-  return isDeepStrictEqual(staged, JSON.parse(JSON.stringify(withNormalisedPostcodes(deps.stagedByCaller))));
+  return isDeepStrictEqual(staged, JSON.parse(JSON.stringify(deps.stagedByCaller)));
 }
 
 /**

@@ -15,7 +15,12 @@ import type { StagingWriter } from './staging-writer.ts';
 // process's StagingWriter (staging-writer.ts), which commits concurrent stages together; this
 // service is the same for the HTTP route and the migration jobs' records.
 
-export interface StageResult { created: boolean; body: StageAccountResponse }
+export interface StageResult {
+  created: boolean;
+  body: StageAccountResponse;
+  /** The data as it was stored (a GB postcode in its normal form): what a create that follows must find staged. */
+  stored: AccountData;
+}
 
 export interface StageDeps { db: Kysely<Database>; staging: StagingWriter }
 
@@ -26,8 +31,9 @@ export async function stageAccount(deps: StageDeps, caller: Caller, data: Accoun
   const body = { import_supplier: supplier.code, external_account_number: ext };
 
   // Stored as the account will keep it: a GB postcode in its normal form.
-  const outcome = await deps.staging.stage({ supplierId: supplier.id, externalAccountNumber: ext, data: withNormalisedPostcodes(data) });
-  if (!('refused' in outcome)) return { created: outcome.inserted, body };
+  const stored = withNormalisedPostcodes(data);
+  const outcome = await deps.staging.stage({ supplierId: supplier.id, externalAccountNumber: ext, data: stored });
+  if (!('refused' in outcome)) return { created: outcome.inserted, body, stored };
 
   // The upsert's guard refused: the account is imported or marked to skip.
   const state = await imports.findImportState(deps.db, supplier.id, ext);

@@ -3,7 +3,7 @@ import type { Database } from '../../db/schema.ts';
 import { AppError, type FieldError } from '../../core/errors.ts';
 import { compileValidator, type Validator } from '../../core/validation.ts';
 import { UNKNOWN_FIELD_DETAIL } from '../../core/field-errors.ts';
-import { retryableStoreFailure } from '../../db/errors.ts';
+import { retryableStoreFailure, STORE_FAILURES } from '../../db/errors.ts';
 import type { JobQueue } from '../../queue/queue.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Events } from '../events/index.ts';
@@ -151,8 +151,9 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
     if (invalid) throw new StepFailure('account', prefixed(invalid, 'account'), false);
     const ext = account.external_account_number;
     let imported = false;
+    let stored: AccountData | undefined;
     try {
-      await deps.imports.stage(caller, account);
+      stored = (await deps.imports.stage(caller, account)).stored;
     } catch (error) {
       const known = alreadyImportedNumber(error);
       if (known === null) throw asStepFailure('account', error, 'account');
@@ -171,7 +172,7 @@ async function runSteps(deps: PipelineDeps, job: WorkerJobRow, row: RecordRow): 
           // A pre-flight's record is not marked: its account is rolled back.
           onCreated: job.dry_run ? undefined : (trx, made) => markRecordCreated(trx, job.id, row.line, made),
           // Made from this record's data only, not from what another request staged since.
-          stagedByCaller: account,
+          stagedByCaller: stored,
         });
         number = made.service_account_number;
         created = true;
@@ -286,14 +287,7 @@ function asStepFailure(step: RecordStep, error: unknown, prefix: string): StepFa
     return new StepFailure(step, errors, TRANSIENT_CODES.has(error.code));
   }
   const retryable = retryableStoreFailure(error);
-  if (retryable) {
-    const detail = {
-      conflict: 'The database rolled this step back because it conflicted with other work.',
-      timeout: 'The database stopped this step at its time limit.',
-      unavailable: 'The database was unavailable.',
-    }[retryable];
-    return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail }], true);
-  }
+  if (retryable) return new StepFailure(step, [{ code: 'service_unavailable', attr: prefix || step, detail: STORE_FAILURES[retryable].detail }], true);
   return new StepFailure(step, [{ code: 'internal_error', attr: prefix || step, detail: 'An unexpected error occurred; it has been logged.' }], false, error);
 }
 
