@@ -184,9 +184,9 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
 
   test('a record that failed on an account the store holds is a failed exception, and the report differs, though every count and sum agrees', async () => {
     const { tenant, a, b } = await balancedJob();
-    // The book again, with A's charge dated otherwise: the store keeps its own (the same id and amount), the record fails.
+    // The book again, with a note on A's charge: the store keeps its own (the same id, type, amount and date), the record fails.
     const moved = record(a);
-    moved.transactions[0]!.transaction_date = '2024-03-09';
+    Object.assign(moved.transactions[0]!, { note: 'Re-read on site.' });
     const id = await newJob(tenant);
     await upload(tenant, id, `${JSON.stringify(moved)}\n${JSON.stringify(record(b))}\n`);
     await runJob(tenant, id);
@@ -232,18 +232,65 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
     const res = await report(tenant, id);
     assert.equal(res.json.verdict, 'differs');
     const measures = measuresOf(res.json);
-    assert.deepEqual(measures.transactions, [4, 4, 3, 'differs']);
+    // A's charge is still there, but not as the line sent it: it no longer counts.
+    assert.deepEqual(measures.transactions, [4, 4, 2, 'differs']);
     assert.deepEqual(measures.balance_total, ['-14.50', '-14.50', '-19.56', 'differs']);
     assert.deepEqual(measures.statements, [2, 2, 2, 'balanced']);
-    assert.equal(res.json.exceptions, 3);
+    assert.equal(res.json.exceptions, 4);
     assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 1, external_account_number: a.external_account_number, measure: 'transactions', file: 2, migrated: 1 },
       { line: 1, external_account_number: a.external_account_number, measure: 'balance_total', file: '-7.25', migrated: '-7.26' },
       { line: 2, external_account_number: b.external_account_number, measure: 'transactions', file: 2, migrated: 1 },
       { line: 2, external_account_number: b.external_account_number, measure: 'balance_total', file: '-7.25', migrated: '-12.30' },
     ]);
     assert.equal((await exceptions(tenant, id, 'text/csv')).body, 'line,external_account_number,measure,file,migrated\r\n'
-      + `1,${a.external_account_number},balance_total,-7.25,-7.26\r\n2,${b.external_account_number},transactions,2,1\r\n`
-      + `2,${b.external_account_number},balance_total,-7.25,-12.30\r\n`);
+      + `1,${a.external_account_number},transactions,2,1\r\n1,${a.external_account_number},balance_total,-7.25,-7.26\r\n`
+      + `2,${b.external_account_number},transactions,2,1\r\n2,${b.external_account_number},balance_total,-7.25,-12.30\r\n`);
+  });
+
+  test('a change in the store that leaves every count and sum as it was still shows: items are counted only as the line sent them', async () => {
+    const { tenant, a, b, id } = await balancedJob();
+    const c = await balancedJob();
+    const [extA, extB, extC] = [a.external_account_number, b.external_account_number, c.a.external_account_number];
+    // A: the charge and the credit each 1.00 more, so its balance stays; B: the charge dated otherwise
+    // and its statement's period moved; C (another job's): only the account's kept balance changed.
+    await sql`UPDATE transactions SET amount = amount + 1 WHERE transaction_id IN (${`C-${extA}`}, ${`R-${extA}`})`.execute(db);
+    await sql`UPDATE transactions SET transaction_date = '2024-03-05' WHERE transaction_id = ${`C-${extB}`}`.execute(db);
+    await sql`UPDATE statements SET bill_period_to_date = '2024-01-30' WHERE statement_id = ${`S-${extB}`}`.execute(db);
+    const res = await report(tenant, id);
+    assert.equal(res.json.verdict, 'differs');
+    const measures = measuresOf(res.json);
+    assert.deepEqual(measures.transactions, [4, 4, 1, 'differs']);
+    assert.deepEqual(measures.statements, [2, 2, 1, 'differs']);
+    assert.deepEqual(measures.balance_total, ['-14.50', '-14.50', '-14.50', 'balanced']);
+    assert.deepEqual(measures.statements_gross_total, ['241.00', '241.00', '241.00', 'balanced']);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 1, external_account_number: extA, measure: 'transactions', file: 2, migrated: 0 },
+      { line: 2, external_account_number: extB, measure: 'statements', file: 1, migrated: 0 },
+      { line: 2, external_account_number: extB, measure: 'transactions', file: 2, migrated: 1 },
+    ]);
+    // The balance an account read answers is the one kept on the account: changed alone, it shows.
+    await sql`UPDATE accounts SET balance = balance + 100 WHERE external_account_number = ${extC}`.execute(db);
+    const other = await report(c.tenant, c.id);
+    assert.deepEqual(measuresOf(other.json).balance_total, ['-14.50', '-14.50', '85.50', 'differs']);
+    assert.deepEqual(await exceptionLines(c.tenant, c.id), [
+      { line: 1, external_account_number: extC, measure: 'balance_total', file: '-7.25', migrated: '92.75' },
+    ]);
+  });
+
+  test('a record that kept an account imported before with other data (drift, warned) is an account_differs exception, and the report differs', async () => {
+    const { tenant, a, b } = await balancedJob();
+    // The book again, with A's billing locality changed in the legacy system since: the store keeps the account as it was.
+    const changed = record({ ...a, billing_address: { ...a.billing_address, locality: 'Bath' } });
+    const id = await newJob(tenant);
+    await upload(tenant, id, `${JSON.stringify(changed)}\n${JSON.stringify(record(b))}\n`);
+    await runJob(tenant, id);
+    const res = await report(tenant, id);
+    assert.deepEqual(Object.values(measuresOf(res.json)).map((m) => m[3]), MEASURES.map(() => 'not_declared'));
+    assert.deepEqual([res.json.verdict, res.json.exceptions], ['differs', 1]);
+    assert.deepEqual(await exceptionLines(tenant, id), [
+      { line: 1, external_account_number: a.external_account_number, measure: 'account_differs', file: null, migrated: null },
+    ]);
   });
 
   test('payment instructions: a record sending one counts when its account holds an active one; deactivated in the store, it differs', async () => {

@@ -73,6 +73,8 @@ export interface RecordMeasuresRow {
   found: boolean;
   /** The record failed: the store refused (part of) what its line sent, whatever the measures show. */
   failed: boolean;
+  /** The record ran on an account imported before with other data, kept as it was (its account_differs warnings). */
+  drifted: boolean;
   file: Measured;
   migrated: Measured;
 }
@@ -81,12 +83,26 @@ const MEASURE_JSON = (p: string) => sql.raw(`jsonb_build_object(${[...COUNT_MEAS
   .map((m) => `'${m}', ${p}${m}${(MONEY_MEASURES as readonly string[]).includes(m) ? '::text' : ''}`).join(', ')})`);
 
 /**
- * The keys a record's items carry, as a JSON array read in one call: `items` must be an array, and
- * each of its objects that has `key` gives its value. A key matches a stored one when it is that text
- * as a JSON string (the `?` operator); an item without one matches nothing.
+ * A record's items by their own key, as one JSON object read in one pass: `items` must be an array,
+ * and each of its objects whose `key` is text is kept under it (a key the line names twice keeps its
+ * last item). A stored item is looked up by its key with the `?` operator; an item without one matches nothing.
  */
-const itemKeys = (items: string, key: string) =>
-  sql.raw(`jsonb_path_query_array(r.record->'${items}', 'strict $[*] ? (exists(@.${key})).${key}', '{}', true)`);
+const itemsByKey = (items: string, key: string) =>
+  sql.raw(`(SELECT jsonb_object_agg(v->>'${key}', v) FROM jsonb_items_of(r.record->'${items}') AS i(v) WHERE jsonb_typeof(v->'${key}') = 'string')`);
+
+/** A money amount the line sent, as numeric, or null when it is not a JSON number (its record failed validation). */
+const sentAmount = (item: string, field: string) => `CASE WHEN jsonb_typeof(${item}->'${field}') = 'number' THEN (${item}->'${field}')::numeric END`;
+/** A stored date equals the date the line sent (YYYY-MM-DD text). */
+const sameDate = (stored: string, item: string, field: string) => `to_char(${stored}, 'YYYY-MM-DD') = ${item}->>'${field}'`;
+/**
+ * A stored transaction holds what the line sent for it: its type, its amount, and its date (the date
+ * sent, kept as original_date when the transaction was moved into the open statement period).
+ */
+const TRANSACTION_AS_SENT = sql.raw([`x.type = t->>'type'`, `x.amount = ${sentAmount('t', 'amount')}`,
+  sameDate('COALESCE(x.original_date, x.transaction_date)', 't', 'transaction_date')].join(' AND '));
+/** A stored statement holds what the line sent for it: its number, gross amount and dates. */
+const STATEMENT_AS_SENT = sql.raw([`y.number = s->>'number'`, `y.gross_amount = ${sentAmount('s', 'gross_amount')}`,
+  ...['bill_period_from_date', 'bill_period_to_date', 'issued_date'].map((d) => sameDate(`y.${d}`, 's', d))].join(' AND '));
 
 const MEASURE_NAMES = [...COUNT_MEASURES, ...MONEY_MEASURES] as const;
 type MeasureName = (typeof MEASURE_NAMES)[number];
@@ -94,7 +110,7 @@ const isMoney = (m: MeasureName) => (MONEY_MEASURES as readonly string[]).includ
 /** A line's file side, from its record. */
 const FILE_SIDE = sql.raw(MEASURE_NAMES.map((m) => `r.f_${m}`).join(', '));
 /** The columns of a store-side part that are the record's (none: it is another row of the same line). */
-const NO_RECORD = sql.raw(['NULL', 'NULL', 'NULL', ...MEASURE_NAMES.map(() => 'NULL')].join(', '));
+const NO_RECORD = sql.raw(['NULL', 'NULL', 'NULL', 'NULL', ...MEASURE_NAMES.map(() => 'NULL')].join(', '));
 /** A part's store side: the measures it gives, 0 for the others. */
 const storeSide = (values: Partial<Record<MeasureName, string>>) =>
   sql.raw(MEASURE_NAMES.map((m) => `${values[m] ?? (isMoney(m) ? '0::numeric' : '0')} AS s_${m}`).join(', '));
@@ -129,13 +145,15 @@ const BY_LINE = sql.raw([...MEASURE_NAMES.map((m) => `max(f_${m}) AS f_${m}`),
  */
 const measuredRecords = (jobId: string, supplierId: number, lines?: { from: number; to: number }) => sql`(
   WITH r AS MATERIALIZED (
-    SELECT r.line, r.external_account_number, a.id AS account_id, r.outcome = 'failed' AS failed, 1 AS f_accounts, r.file_customers AS f_customers,
+    SELECT r.line, r.external_account_number, a.id AS account_id, r.outcome = 'failed' AS failed,
+      r.outcome <> 'failed' AND r.warnings <> '[]'::jsonb AS drifted, 1 AS f_accounts, r.file_customers AS f_customers,
       r.file_supply_points AS f_supply_points, r.file_meters AS f_meters, r.file_statements AS f_statements,
       r.file_transactions AS f_transactions, r.file_notes AS f_notes, r.file_payment_instructions AS f_payment_instructions,
       r.file_balance_total AS f_balance_total, r.file_statements_gross_total AS f_statements_gross_total,
       CASE WHEN a.id IS NOT NULL THEN jsonb_typeof(r.record->'payment_instruction') = 'object' END AS sends_instruction,
-      CASE WHEN a.id IS NOT NULL THEN ${itemKeys('statements', 'statement_id')} END AS statement_keys,
-      CASE WHEN a.id IS NOT NULL THEN ${itemKeys('transactions', 'transaction_id')} END AS transaction_keys,
+      a.balance,
+      CASE WHEN a.id IS NOT NULL THEN ${itemsByKey('statements', 'statement_id')} END AS statements,
+      CASE WHEN a.id IS NOT NULL THEN ${itemsByKey('transactions', 'transaction_id')} END AS transactions,
       CASE WHEN a.id IS NOT NULL THEN r.record->'notes' END AS notes
     FROM migration_job_records AS r
     LEFT JOIN accounts AS a ON r.record IS NOT NULL AND a.supplier_id = ${supplierId} AND a.external_account_number = r.external_account_number
@@ -147,32 +165,34 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
   sp AS (SELECT r.line, count(*)::int AS n FROM r JOIN supply_points AS p ON p.account_id = r.account_id GROUP BY 1),
   me AS (SELECT r.line, count(*)::int AS n FROM r JOIN supply_points AS p ON p.account_id = r.account_id
     JOIN meters AS m ON m.supply_point_id = p.id GROUP BY 1),
-  tx AS (SELECT r.line, sum(transaction_balance_delta(x.type, x.amount)) AS balance,
-      count(*) FILTER (WHERE r.transaction_keys ? x.transaction_id)::int AS n
-    FROM r JOIN transactions AS x ON x.account_id = r.account_id GROUP BY 1),
-  st AS (SELECT r.line, count(*)::int AS n, sum(y.gross_amount) AS gross
-    FROM r JOIN statements AS y ON y.account_id = r.account_id AND r.statement_keys ? y.statement_id GROUP BY 1),
+  tx AS (SELECT r.line, count(*) FILTER (WHERE ${TRANSACTION_AS_SENT})::int AS n
+    FROM r JOIN transactions AS x ON x.account_id = r.account_id AND r.transactions ? x.transaction_id
+    CROSS JOIN LATERAL (SELECT r.transactions->x.transaction_id AS t) AS sent GROUP BY 1),
+  st AS (SELECT r.line, count(*) FILTER (WHERE ${STATEMENT_AS_SENT})::int AS n, sum(y.gross_amount) AS gross
+    FROM r JOIN statements AS y ON y.account_id = r.account_id AND r.statements ? y.statement_id
+    CROSS JOIN LATERAL (SELECT r.statements->y.statement_id AS s) AS sent GROUP BY 1),
   pi AS (SELECT r.line FROM r JOIN payment_instructions AS q ON q.account_id = r.account_id AND q.active WHERE r.sends_instruction),
   no AS (SELECT r.line, (SELECT count(*) FROM jsonb_items_of(r.notes) AS n(v) WHERE EXISTS (SELECT 1 FROM notes AS o
       WHERE o.account_id = r.account_id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', ''))))::int AS n
     FROM r WHERE r.account_id IS NOT NULL),
   parts AS (
-    SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found, r.failed, ${FILE_SIDE}, ${storeSide({ accounts: '(r.account_id IS NOT NULL)::int' })} FROM r
+    SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found, r.failed, r.drifted, ${FILE_SIDE}, ${storeSide({ accounts: '(r.account_id IS NOT NULL)::int', balance_total: 'COALESCE(r.balance, 0)' })} FROM r
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ customers: 'n' })} FROM cu
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ supply_points: 'n' })} FROM sp
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ meters: 'n' })} FROM me
-    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ transactions: 'n', balance_total: 'balance' })} FROM tx
+    UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ transactions: 'n' })} FROM tx
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ statements: 'n', statements_gross_total: 'gross' })} FROM st
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ payment_instructions: '1' })} FROM pi
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ notes: 'n' })} FROM no
   )
-  SELECT line, max(external_account_number) AS external_account_number, bool_or(found) AS found, bool_or(failed) AS failed, ${BY_LINE}
+  SELECT line, max(external_account_number) AS external_account_number, bool_or(found) AS found, bool_or(failed) AS failed,
+    bool_or(drifted) AS drifted, ${BY_LINE}
   FROM parts GROUP BY line
 ) AS m`;
 
 /** The job's records `from`..`to` (line numbers), in line order, with both sides of each measure. */
 export async function recordMeasures(db: Db, jobId: string, supplierId: number, lines: { from: number; to: number }): Promise<RecordMeasuresRow[]> {
-  const { rows } = await sql<RecordMeasuresRow>`SELECT m.line, m.external_account_number, m.found, m.failed,
+  const { rows } = await sql<RecordMeasuresRow>`SELECT m.line, m.external_account_number, m.found, m.failed, m.drifted,
       ${MEASURE_JSON('m.f_')} AS file, ${MEASURE_JSON('m.s_')} AS migrated
     FROM ${measuredRecords(jobId, supplierId, lines)} ORDER BY m.line`.execute(db);
   return rows;
@@ -184,7 +204,7 @@ export type MigratedTotals = Measured & { exceptions: number };
 /**
  * The store's side of every measure summed over the job's records (all, or the lines `from`..`to`),
  * and the number of exception lines they make (one for a record the store does not hold, else one per
- * measure that differs and one more when the record failed), in one statement: the sums of money are numeric in SQL and reach JS as text,
+ * measure that differs, and one more when the record failed or kept an account that differs), in one statement: the sums of money are numeric in SQL and reach JS as text,
  * so nothing passes a float.
  */
 export async function migratedTotals(trx: Transaction<Database>, jobId: string, supplierId: number, lines?: { from: number; to: number }): Promise<MigratedTotals> {
@@ -196,7 +216,7 @@ export async function migratedTotals(trx: Transaction<Database>, jobId: string, 
     ...MONEY_MEASURES.map((c) => `COALESCE(sum(m.s_${c}), 0)::text AS ${c}`)].join(', '));
   const differing = sql.raw([...COUNT_MEASURES, ...MONEY_MEASURES].map((c) => `(m.f_${c} <> m.s_${c})::int`).join(' + '));
   const { rows } = await sql<MigratedTotals>`SELECT ${sums},
-      COALESCE(sum(CASE WHEN m.found THEN ${differing} + m.failed::int ELSE 1 END), 0)::int AS exceptions
+      COALESCE(sum(CASE WHEN m.found THEN ${differing} + m.failed::int + m.drifted::int ELSE 1 END), 0)::int AS exceptions
     FROM ${measuredRecords(jobId, supplierId, lines)}`.execute(trx);
   return rows[0]!;
 }
