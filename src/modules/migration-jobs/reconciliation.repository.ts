@@ -123,16 +123,18 @@ const BY_LINE = sql.raw([...MEASURE_NAMES.map((m) => `max(f_${m}) AS f_${m}`),
  * line holds (kept on the record at upload, migration 022), `s_` what the store holds, `found` whether the store holds its account. The store's
  * side is read by the items' own keys, never from the record's outcome: the account by the supplier
  * and its external account number; statements by statement_id and transactions by transaction_id
- * within it (a stored item counts once, however often the line names its key); notes by body, as a
- * re-run recognises them; the balance from every transaction the account holds (the account read's
- * balance, summed again rather than taken from the kept column). An account belongs to one line of
+ * within it, each counted only when the store holds it as the line sent it (TRANSACTION_AS_SENT,
+ * STATEMENT_AS_SENT: changes that cancel out in the sums still show; a stored item counts once,
+ * however often the line names its key); notes by body, as a re-run recognises them; the balance the
+ * account keeps (the account read's, which a trigger moves with every transaction: a balance changed
+ * on its own shows too). An account belongs to one line of
  * the job: a line refused at upload while another line of the job runs the same account number (a
  * duplicate in the file) sees none of it, so the store's side counts that account once and the
  * refused line is an exception (not migrated) instead of a second count of the first line's account.
  *
- * Set-based, one pass per table: the records' item keys are read from their JSON once, as JSON
- * arrays on the record (`r`), and each table is joined to the records by account and grouped by line; the
- * transactions give the balance and the keyed count in the same pass. A line groups on its own. Each note sent is looked up by the notes' (account,
+ * Set-based, one pass per table: the records' items are read from their JSON once, as JSON objects
+ * by key on the record (`r`), and each table is joined to the records by account and key and grouped
+ * by line. A line groups on its own. Each note sent is looked up by the notes' (account,
  * body) index: joined as a set, the planner guesses a hundred notes a record and reads the whole notes
  * table, even for one page of 500 lines.
  *
