@@ -1124,13 +1124,13 @@ export interface components {
             line: number;
             external_account_number: string | null;
             /**
-             * @description not_migrated: the store holds no account for the record (or its line could not be read); failed: the store holds the record's account but the record failed, so the store holds other data than its line sent (a transaction or statement whose id it holds with other details, drift refused), even where every count and sum agrees; its errors are in the job's results; account_differs: the record ran on an account imported before with other data, which the store kept as it was (its account_differs warnings, in the job's results, say how).
+             * @description not_migrated: the store holds no account for the record (or its line could not be read); skipped: the store holds no account for the record because its account is marked to skip; failed: the store holds the record's account but the record failed, so the store holds other data than its line sent (a transaction or statement whose id it holds with other details, drift refused), even where every count and sum agrees; its errors are in the job's results; account_differs: the record ran on an account imported before with other data, which the store kept as it was (its account_differs warnings, in the job's results, say how).
              * @enum {string}
              */
-            measure: "accounts" | "customers" | "supply_points" | "meters" | "statements" | "transactions" | "notes" | "payment_instructions" | "balance_total" | "statements_gross_total" | "not_migrated" | "failed" | "account_differs";
-            /** @description What the line holds; null for not_migrated, failed and account_differs. */
+            measure: "accounts" | "customers" | "supply_points" | "meters" | "statements" | "transactions" | "notes" | "payment_instructions" | "balance_total" | "statements_gross_total" | "not_migrated" | "skipped" | "failed" | "account_differs";
+            /** @description What the line holds; null for not_migrated, skipped, failed and account_differs. */
             file: number | string | null;
-            /** @description What the store holds; null for not_migrated, failed and account_differs. */
+            /** @description What the store holds; null for not_migrated, skipped, failed and account_differs. */
             migrated: number | string | null;
         };
         MigrationJobRecordSearch: {

@@ -11,6 +11,7 @@ export const MEASURE_NAMES = {
   accounts: 'Accounts', customers: 'Customers', supply_points: 'Supply points', meters: 'Meters', statements: 'Statements',
   transactions: 'Transactions', notes: 'Notes', payment_instructions: 'Payment instructions', balance_total: 'Balance total',
   statements_gross_total: 'Statements gross total', not_migrated: 'Not migrated',
+  skipped: 'Skipped (marked to skip)', failed: 'Failed (see the job\'s results)', account_differs: 'Account differs (kept as imported before)',
 };
 
 export const VERDICT_TEXT = {

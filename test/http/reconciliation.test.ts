@@ -278,18 +278,22 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
     ]);
   });
 
-  test('a record that kept an account imported before with other data (drift, warned) is an account_differs exception, and the report differs', async () => {
+  test('a record that kept an account imported before with other data (drift, warned) is an account_differs exception; one whose account is marked to skip is skipped', async () => {
     const { tenant, a, b } = await balancedJob();
-    // The book again, with A's billing locality changed in the legacy system since: the store keeps the account as it was.
+    // The book again, with A's billing locality changed in the legacy system since: the store keeps
+    // the account as it was. And C, staged and marked to skip by the team.
     const changed = record({ ...a, billing_address: { ...a.billing_address, locality: 'Bath' } });
+    const c = accountPayload(tenant.supplier);
+    await call(t.app, 'POST', '/v1/data-import/account-import-process/create-or-update/', { token: tenant.token, body: c });
+    await admin.skipAccount(db, tenant.supplier, c.external_account_number);
     const id = await newJob(tenant);
-    await upload(tenant, id, `${JSON.stringify(changed)}\n${JSON.stringify(record(b))}\n`);
+    await upload(tenant, id, [changed, record(b), { account: c }].map((r) => JSON.stringify(r)).join('\n'));
     await runJob(tenant, id);
     const res = await report(tenant, id);
-    assert.deepEqual(Object.values(measuresOf(res.json)).map((m) => m[3]), MEASURES.map(() => 'not_declared'));
-    assert.deepEqual([res.json.verdict, res.json.exceptions], ['differs', 1]);
+    assert.deepEqual([res.json.verdict, res.json.exceptions], ['differs', 2]);
     assert.deepEqual(await exceptionLines(tenant, id), [
       { line: 1, external_account_number: a.external_account_number, measure: 'account_differs', file: null, migrated: null },
+      { line: 3, external_account_number: c.external_account_number, measure: 'skipped', file: null, migrated: null },
     ]);
   });
 

@@ -75,6 +75,8 @@ export interface RecordMeasuresRow {
   failed: boolean;
   /** The record ran on an account imported before with other data, kept as it was (its account_differs warnings). */
   drifted: boolean;
+  /** The record was skipped: its account is marked to skip. */
+  skipped: boolean;
   file: Measured;
   migrated: Measured;
 }
@@ -110,7 +112,7 @@ const isMoney = (m: MeasureName) => (MONEY_MEASURES as readonly string[]).includ
 /** A line's file side, from its record. */
 const FILE_SIDE = sql.raw(MEASURE_NAMES.map((m) => `r.f_${m}`).join(', '));
 /** The columns of a store-side part that are the record's (none: it is another row of the same line). */
-const NO_RECORD = sql.raw(['NULL', 'NULL', 'NULL', 'NULL', ...MEASURE_NAMES.map(() => 'NULL')].join(', '));
+const NO_RECORD = sql.raw(['NULL', 'NULL', 'NULL', 'NULL', 'NULL', ...MEASURE_NAMES.map(() => 'NULL')].join(', '));
 /** A part's store side: the measures it gives, 0 for the others. */
 const storeSide = (values: Partial<Record<MeasureName, string>>) =>
   sql.raw(MEASURE_NAMES.map((m) => `${values[m] ?? (isMoney(m) ? '0::numeric' : '0')} AS s_${m}`).join(', '));
@@ -148,7 +150,7 @@ const BY_LINE = sql.raw([...MEASURE_NAMES.map((m) => `max(f_${m}) AS f_${m}`),
 const measuredRecords = (jobId: string, supplierId: number, lines?: { from: number; to: number }) => sql`(
   WITH r AS MATERIALIZED (
     SELECT r.line, r.external_account_number, a.id AS account_id, r.outcome = 'failed' AS failed,
-      r.outcome <> 'failed' AND r.warnings <> '[]'::jsonb AS drifted, 1 AS f_accounts, r.file_customers AS f_customers,
+      r.outcome <> 'failed' AND r.warnings <> '[]'::jsonb AS drifted, r.outcome = 'skipped' AS skipped, 1 AS f_accounts, r.file_customers AS f_customers,
       r.file_supply_points AS f_supply_points, r.file_meters AS f_meters, r.file_statements AS f_statements,
       r.file_transactions AS f_transactions, r.file_notes AS f_notes, r.file_payment_instructions AS f_payment_instructions,
       r.file_balance_total AS f_balance_total, r.file_statements_gross_total AS f_statements_gross_total,
@@ -178,7 +180,7 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
       WHERE o.account_id = r.account_id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', ''))))::int AS n
     FROM r WHERE r.account_id IS NOT NULL),
   parts AS (
-    SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found, r.failed, r.drifted, ${FILE_SIDE}, ${storeSide({ accounts: '(r.account_id IS NOT NULL)::int', balance_total: 'COALESCE(r.balance, 0)' })} FROM r
+    SELECT r.line, r.external_account_number, r.account_id IS NOT NULL AS found, r.failed, r.drifted, r.skipped, ${FILE_SIDE}, ${storeSide({ accounts: '(r.account_id IS NOT NULL)::int', balance_total: 'COALESCE(r.balance, 0)' })} FROM r
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ customers: 'n' })} FROM cu
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ supply_points: 'n' })} FROM sp
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ meters: 'n' })} FROM me
@@ -188,13 +190,13 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
     UNION ALL SELECT line, ${NO_RECORD}, ${storeSide({ notes: 'n' })} FROM no
   )
   SELECT line, max(external_account_number) AS external_account_number, bool_or(found) AS found, bool_or(failed) AS failed,
-    bool_or(drifted) AS drifted, ${BY_LINE}
+    bool_or(drifted) AS drifted, bool_or(skipped) AS skipped, ${BY_LINE}
   FROM parts GROUP BY line
 ) AS m`;
 
 /** The job's records `from`..`to` (line numbers), in line order, with both sides of each measure. */
 export async function recordMeasures(db: Db, jobId: string, supplierId: number, lines: { from: number; to: number }): Promise<RecordMeasuresRow[]> {
-  const { rows } = await sql<RecordMeasuresRow>`SELECT m.line, m.external_account_number, m.found, m.failed, m.drifted,
+  const { rows } = await sql<RecordMeasuresRow>`SELECT m.line, m.external_account_number, m.found, m.failed, m.drifted, m.skipped,
       ${MEASURE_JSON('m.f_')} AS file, ${MEASURE_JSON('m.s_')} AS migrated
     FROM ${measuredRecords(jobId, supplierId, lines)} ORDER BY m.line`.execute(db);
   return rows;

@@ -8,7 +8,7 @@ import { JOB_STATES, MEASURES } from './migration-jobs.schemas.ts';
 export const MEASURE_VERDICTS = ['balanced', 'differs', 'not_declared'] as const;
 export type MeasureVerdict = (typeof MEASURE_VERDICTS)[number];
 export const REPORT_VERDICTS = ['balanced', 'differs', 'incomplete'] as const;
-export const EXCEPTION_MEASURES = [...MEASURES, 'not_migrated', 'failed', 'account_differs'] as const;
+export const EXCEPTION_MEASURES = [...MEASURES, 'not_migrated', 'skipped', 'failed', 'account_differs'] as const;
 
 /** A count (an integer) or a sum of money (a decimal string). */
 const Figure = (description: string) => Type.Unsafe<number | string>({ type: ['integer', 'string'], description });
@@ -47,12 +47,13 @@ export const ExceptionLine = Type.Object({
   line: Type.Integer(),
   external_account_number: Nullable(Type.String()),
   measure: Choice(EXCEPTION_MEASURES, 'not_migrated: the store holds no account for the record (or its line could not be read); '
+    + 'skipped: the store holds no account for the record because its account is marked to skip; '
     + 'failed: the store holds the record\'s account but the record failed, so the store holds other data than its line sent '
     + '(a transaction or statement whose id it holds with other details, drift refused), even where every count and sum agrees; '
     + 'its errors are in the job\'s results; account_differs: the record ran on an account imported before with other data, '
     + 'which the store kept as it was (its account_differs warnings, in the job\'s results, say how).'),
-  file: NullableFigure('What the line holds; null for not_migrated, failed and account_differs.'),
-  migrated: NullableFigure('What the store holds; null for not_migrated, failed and account_differs.'),
+  file: NullableFigure('What the line holds; null for not_migrated, skipped, failed and account_differs.'),
+  migrated: NullableFigure('What the store holds; null for not_migrated, skipped, failed and account_differs.'),
 }, { $id: 'MigrationJobReconciliationException' });
 export type ExceptionLine = Static<typeof ExceptionLine>;
 

@@ -41,7 +41,8 @@ async function* measuredRecords(db: Db, job: { id: string; supplier_id: number; 
 
 function exceptionsOf(row: repo.RecordMeasuresRow): ExceptionLine[] {
   const base = { line: row.line, external_account_number: row.external_account_number };
-  if (!row.found) return [{ ...base, measure: 'not_migrated', file: null, migrated: null }];
+  // Not migrated, and said apart when the team chose it: an account marked to skip.
+  if (!row.found) return [{ ...base, measure: row.skipped ? 'skipped' : 'not_migrated', file: null, migrated: null }];
   // A record that failed on an account the store holds (a transaction whose id it holds with another
   // date, drift refused): the measures, counts and sums, may all agree while the store holds other
   // data than the line sent.
