@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -86,6 +86,16 @@ describe('transforms', () => {
     assert.equal(rejectOf(() => run({ date: '%d/%m/%Y' }, '31/02/2024')), 'invalid_date');
     assert.equal(rejectOf(() => run({ date: '%d/%m/%Y' }, '2024-02-01')), 'invalid_date');
     assert.equal(rejectOf(() => run({ date: '%d/%m/%Y %H:%M' }, '01/02/2024 24:00')), 'invalid_date');
+  });
+
+  test('a compact date format (directives side by side) takes exactly its width; a value one digit short is invalid_date, not some other date', () => {
+    assert.equal(run({ date: '%d%m%Y' }, '01112024'), '2024-11-01');
+    assert.equal(run({ date: '%Y%m%d' }, '20240111'), '2024-01-11');
+    assert.equal(run({ date: '%Y-%m-%d %H%M' }, '2024-01-11 0905'), '2024-01-11T09:05:00Z');
+    // Read with one digit allowed for the day or month, 1112024 was 2024-01-11 (or 2024-11-01).
+    assert.equal(rejectOf(() => run({ date: '%d%m%Y' }, '1112024')), 'invalid_date');
+    assert.equal(rejectOf(() => run({ date: '%Y%m%d' }, '2024111')), 'invalid_date');
+    assert.equal(rejectOf(() => run({ date: '%Y-%m-%d %H%M' }, '2024-01-11 905')), 'invalid_date');
   });
 
   test('map replaces a code; a code not in the map is unmapped_code', () => {
@@ -473,6 +483,99 @@ files:
       'accounts.csv,2,A1,,malformed_row,"a quote inside a field that does not start with one (field 2): double a quote inside a quoted field ("""")"',
       'customers.csv,2,A1,,account_rejected,its account (accounts.csv row 2) was rejected',
     ]);
+  });
+
+  test('a stray quote that leaves a quote open over several lines rejects its row at its first line, and reading goes on at the next: every line is in the book or the rejects (LF, CRLF, a child file)', async () => {
+    // A2's `""` keeps its quote open; csv-parse read on to A4's quote and found the problem there
+    // (line 5): A3 and A4 were lost, in neither the book nor the rejects.
+    const accounts = 'ACC,STREET,PC\nA1,1 High St,LS1 4AP\nA2,"2 High St"",LS1 4AP\nA3,3 High St,LS1 4AP\nA4,"4 High" St,LS1 4AP\nA5,5 High St,LS1 4AP\n';
+    const transactions = 'ACC,TID,TDATE,AMOUNT\r\nA1,T1,01/03/2024,1.00\r\nA3,"T2"",01/03/2024,2.00\r\nA3,T3,01/03/2024,3.00\r\nA5,"T4" x,01/03/2024,4.00\r\nA5,T5,01/03/2024,5.00\r\n';
+    const { records, rejects, summary } = await convertExport(exportOf('stray-quote-left-open', { accounts, customers: 'ACC,GIVEN,FAMILY\n', transactions }));
+    assert.deepEqual(records.map((r) => [r.account.external_account_number, (r.transactions ?? []).map((t: any) => t.transaction_id)]),
+      [['A1', ['T1']], ['A3', ['T3']], ['A5', ['T5']]]);
+    assert.deepEqual(rejects, [
+      'accounts.csv,3,A2,,malformed_row,"text after the quote that closes a field (field 2) found on line 5, in a row starting on line 3 (a quote left open ran it on): '
+        + 'double a quote inside a quoted field (""""); reading goes on at line 4"',
+      'transactions.csv,3,A3,,malformed_row,"text after the quote that closes a field (field 2) found on line 5, in a row starting on line 3 (a quote left open ran it on): '
+        + 'double a quote inside a quoted field (""""); reading goes on at line 4"',
+      'accounts.csv,5,A4,,malformed_row,"text after the quote that closes a field (field 2): double a quote inside a quoted field ("""")"',
+      'transactions.csv,5,A5,,malformed_row,"text after the quote that closes a field (field 2): double a quote inside a quoted field ("""")"',
+    ]);
+    // 5 accounts rows and 5 transactions rows: each in the book or the rejects.
+    assert.equal(summary.rejects, 4);
+  });
+
+  test('a row\'s line counts LF line ends only: a CRLF, or a CR alone, inside a quoted value moves no later row\'s number', async () => {
+    // csv-parse counted a CR as a line end, a CRLF inside quotes as two: these were rows 6, 8 and 9.
+    const { rejects } = await convertExport(exportOf('line-ends-in-quotes', {
+      accounts: 'ACC,STREET,PC\r\nA1,"1 High St\r\nFlat 2\r\nBack",\r\nA2,"2 High St\rRear",\r\nA3,3 High St,\r\n', customers: 'ACC,GIVEN,FAMILY\n',
+    }));
+    assert.deepEqual(rejects, [
+      'accounts.csv,4,A1,PC,required,PC is empty and billing_address.postal_code is required',
+      'accounts.csv,5,A2,PC,required,PC is empty and billing_address.postal_code is required',
+      'accounts.csv,6,A3,PC,required,PC is empty and billing_address.postal_code is required',
+    ]);
+  });
+
+  test('a CR alone outside quotes is no line end: the row is rejected at its own line, the detail quoting the start of the text it took in', async () => {
+    const { records, rejects } = await convertExport(exportOf('lone-cr', { accounts: 'ACC,STREET,PC\nA1,1 High St,LS1 4AP\rA2,2 High Street,LS1 4AP\nA3,3 High St,LS1 4AP\n' }));
+    assert.deepEqual(records.map((r) => r.account.external_account_number), ['A3']);
+    assert.deepEqual(rejects, [
+      'accounts.csv,2,A1,,malformed_row,"5 fields where the header has 3: a CR alone (not a line end) is in the row, so the text after it (""A2,2 High Street,LS1…"") was read as part of this row"',
+      'customers.csv,2,A1,,account_rejected,its account (accounts.csv row 2) was rejected',
+      'customers.csv,3,A2,ACC,orphan,no account A2 in the accounts file',
+    ]);
+  });
+
+  test('--out naming an input file, or putting its rejects file on one, is a usage error (exit 2) that leaves every file as it was', async () => {
+    const mappingText = MAPPING.replace('path: customers.csv', 'path: old.rejects.csv');
+    const folder = exportOf('out-is-input', { transactions: `${TRANSACTIONS}A1,T1,01/03/2024,1.00\n` }, mappingText);
+    writeFileSync(join(folder, 'old.rejects.csv'), CUSTOMERS);
+    symlinkSync(join(folder, 'accounts.csv'), join(folder, 'link.csv'));
+    const mapping = join(folder, 'mapping.yaml');
+    const [input, dotted, linked, rejectsFile, mappingFile] = await Promise.all([
+      cli('--mapping', mapping, '--out', join(folder, 'transactions.csv')), cli('--mapping', mapping, '--out', `${folder}/./accounts.csv`),
+      cli('--mapping', mapping, '--out', join(folder, 'link.csv')), cli('--mapping', mapping, '--out', join(folder, 'old')), cli('--mapping', mapping, '--out', mapping),
+    ]);
+    assert.deepEqual([input, dotted, linked, rejectsFile, mappingFile].map((r) => [r.status, r.stdout]), Array(5).fill([2, '']));
+    const overwritten = 'it would be overwritten before it is read; write the book elsewhere; usage: import-migrate convert --mapping MAPPING.yaml --out BOOK.ndjson[.gz]; '
+      + 'import-migrate convert --init ACCOUNTS.csv [CHILD.csv …]\n';
+    assert.equal(input.stderr, `import-migrate: --out ${join(folder, 'transactions.csv')} is the transactions file transactions.csv: ${overwritten}`);
+    assert.equal(dotted.stderr, `import-migrate: --out ${folder}/./accounts.csv is the accounts file accounts.csv: ${overwritten}`);
+    assert.equal(linked.stderr, `import-migrate: --out ${join(folder, 'link.csv')} is the accounts file accounts.csv: ${overwritten}`);
+    assert.equal(rejectsFile.stderr,
+      `import-migrate: --out ${join(folder, 'old')} writes its rejects to ${join(folder, 'old.rejects.csv')}, which is the customers file old.rejects.csv: ${overwritten}`);
+    assert.equal(mappingFile.stderr, `import-migrate: --out ${mapping} is the mapping file: ${overwritten}`);
+    assert.deepEqual(['accounts.csv', 'old.rejects.csv', 'transactions.csv', 'mapping.yaml'].map((f) => readFileSync(join(folder, f), 'utf8')),
+      [ACCOUNTS, CUSTOMERS, `${TRANSACTIONS}A1,T1,01/03/2024,1.00\n`, mappingText]);
+    assert.throws(() => readFileSync(join(folder, 'old')), /ENOENT/);
+  });
+
+  test('the meters of a rejected supply point are supply_point_rejected, naming its row, not orphans', async () => {
+    const folder = exportOf('point-rejected', {}, `${MAPPING}  supply_points:
+    path: supply_points.csv
+    link: MPAN
+    fields:
+      supply_address1: SITE
+      supply_postcode: PC
+      supply_type: {value: ELECTRICITY}
+      identifier: MPAN
+      supply_start_date: {column: START, transform: {date: "%Y-%m-%d"}}
+  meters:
+    path: meters.csv
+    link: MPAN
+    fields: {serial_number: SERIAL}
+`);
+    writeFileSync(join(folder, 'supply_points.csv'), 'ACC,MPAN,SITE,PC,START\nA1,1000000000001,1 High St,LS1 4AP,2024-13-01\nA2,1000000000002,2 High St,LS1 4AP,2024-01-05\n');
+    writeFileSync(join(folder, 'meters.csv'), 'ACC,MPAN,SERIAL\nA1,1000000000001,S1\nA1,1000000000009,S9\nA2,1000000000002,S2\n');
+    const { records, rejects } = await convertExport(folder);
+    assert.deepEqual(rejects, [
+      'supply_points.csv,2,A1,START,invalid_date,"""2024-13-01"" is not a date in the format %Y-%m-%d"',
+      'meters.csv,2,A1,,supply_point_rejected,"its supply point ""1000000000001"" (supply_points.csv row 2) was rejected"',
+      'meters.csv,3,A1,MPAN,orphan,"no supply point ""1000000000009"" on account A1"',
+    ]);
+    assert.deepEqual(records.map((r) => r.account.supply_addresses.flatMap((a: any) => a.supply_points.flatMap((p: any) => (p.meters ?? []).map((m: any) => m.serial_number)))),
+      [[], ['S2'], []]);
   });
 
   test('a required value its transforms leave empty is required, as an empty cell is', async () => {

@@ -1,8 +1,8 @@
-import { access, constants, readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { convert } from './convert.ts';
+import { access, constants, readFile, realpath } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { convert, rejectsFileOf } from './convert.ts';
 import { initMapping } from './init-mapping.ts';
-import { loadMapping, MappingError } from './mapping.ts';
+import { loadMapping, MappingError, type Mapping } from './mapping.ts';
 
 // `import-migrate convert --mapping FILE --out BOOK` and `convert --init FILE…`: the legacy CSV
 // exports to a book, offline (no service, no API key). Exit 0 when every row was mapped, 1 when some
@@ -37,6 +37,8 @@ export async function convertCommand(flags: ConvertFlags, args: string[], io: Co
   try { source = await readFile(flags.mapping, 'utf8'); } catch { return usage(`cannot read ${flags.mapping}`); }
   try {
     const mapping = await loadMapping(flags.mapping, source);
+    const clash = await overwrittenInput(flags.out, flags.mapping, mapping);
+    if (clash) return usage(clash);
     const chunkMb = Number(io.env.IMPORT_MIGRATE_SORT_MB);
     const summary = await convert(mapping, { out: flags.out, ...(chunkMb > 0 ? { sortChunkBytes: chunkMb * 1024 * 1024 } : {}) });
     if (flags.json) io.out(`${JSON.stringify({ out: flags.out, ...summary })}\n`);
@@ -56,4 +58,25 @@ export async function convertCommand(flags: ConvertFlags, args: string[], io: Co
     io.err(`import-migrate: convert failed: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
+}
+
+/**
+ * Why the outputs may not be written where --out says: the book and its rejects file are created
+ * (truncated) before any row is read, so one that is an input file would destroy it unread. Compared
+ * as real paths, so a relative path, `./` or a symbolic link to an input is caught too.
+ */
+async function overwrittenInput(out: string, mappingPath: string, mapping: Mapping): Promise<string | undefined> {
+  const inputs = new Map<string, string>([[await realPath(mappingPath), 'the mapping file']]);
+  for (const file of mapping.files) inputs.set(await realPath(file.path), `the ${file.kind} file ${file.name}`);
+  const book = inputs.get(await realPath(out));
+  if (book) return `--out ${out} is ${book}: it would be overwritten before it is read; write the book elsewhere`;
+  const rejects = inputs.get(await realPath(rejectsFileOf(out)));
+  if (rejects) return `--out ${out} writes its rejects to ${rejectsFileOf(out)}, which is ${rejects}: it would be overwritten before it is read; write the book elsewhere`;
+  return undefined;
+}
+
+/** The file's real path; for a file not there yet, its real folder's and its name (or the path as given, in a folder not there either). */
+async function realPath(path: string): Promise<string> {
+  try { return await realpath(path); } catch { /* not there yet */ }
+  try { return join(await realpath(dirname(path)), basename(path)); } catch { return resolve(path); }
 }

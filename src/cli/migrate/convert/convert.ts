@@ -119,8 +119,11 @@ class RowSource {
   }
 }
 
+/** The rejects file written beside the book. */
+export const rejectsFileOf = (out: string) => `${out}.rejects.csv`;
+
 async function joinPass(mapping: Mapping, out: string, toSort: Set<FileMapping>, temp: string, chunkBytes: number): Promise<ConvertSummary> {
-  const rejectsFile = `${out}.rejects.csv`;
+  const rejectsFile = rejectsFileOf(out);
   const rejects = new RejectsWriter(rejectsFile);
   const output = new LineWriter(out);
   try {

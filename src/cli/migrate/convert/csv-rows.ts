@@ -1,9 +1,8 @@
 import { createReadStream } from 'node:fs';
-import { Transform, type TransformCallback } from 'node:stream';
-import { open } from 'node:fs/promises';
-import { isUtf8 } from 'node:buffer';
 import { parse, type CsvError, type Options } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
+import { bomLength, byteEncoding, C1, encodingFault, singleByte, Utf8Watch, type SingleByte } from './csv-encoding.ts';
+import { LineCount } from './line-count.ts';
 import type { RejectReason } from './transforms.ts';
 
 // Reading a legacy CSV file with csv-parse: the header, then each row projected on the columns the
@@ -18,8 +17,9 @@ export interface CsvOptions { delimiter?: string; quote?: string; encoding?: 'ut
 export interface RowFault { column: string; reason: RejectReason; detail: string }
 
 /**
- * A row of a file: its line in the file (the header is line 1, a row spanning lines is at its last),
- * its join key (the first value, as the caller normalises it) and the projected values, key first.
+ * A row of a file: its line in the file (the header is line 1; lines end in LF or CRLF; a row spanning
+ * lines is at its last, one that cannot be read at its first), its join key (the first value, as the
+ * caller normalises it) and the projected values, key first.
  */
 export interface Row { line: number; key: string; values: string[]; fault?: RowFault }
 
@@ -67,11 +67,11 @@ export async function* csvRows(path: string, csv: CsvOptions, projection: Projec
   for (;;) {
     const broken = yield* pass(path, csv, projection, width, start);
     if (broken === undefined) return;
-    // csv-parse skips a row it cannot read, but not always cleanly: after text that follows a
-    // closing quote it goes on reading as if the quote were still open, and a quote never closed
-    // swallows the rest of the file. So the pass stops there; the broken row comes out with its
-    // problem, and the next pass starts on the line after it (after the line the quote opened on,
-    // for a quote never closed), so the rows after it are read.
+    // csv-parse skips a row it cannot read, but not always cleanly: a stray quote can leave a quote
+    // open, so it reads on over the line ends to a later quote and reports the problem there, and a
+    // quote never closed swallows the rest of the file. So the pass stops there; the broken row comes
+    // out at its first line with its problem, and the next pass starts on the line after that first
+    // line: every line of the file ends up in the book or in the rejects.
     const found = await brokenRow(path, csv, projection, broken);
     if (!found) return;
     yield found.row;
@@ -83,8 +83,8 @@ export async function* csvRows(path: string, csv: CsvOptions, projection: Projec
 /** Where a pass starts: after `line` lines, at `byte`, on the header line or not. */
 interface Start { line: number; byte: number; header: boolean }
 
-/** A row csv-parse could not read: where it starts (the byte after the last row read, and that row's line), the line of the problem, and what it is. */
-interface Broken { fromByte: number; afterLine: number; errorLine: number; unclosed: boolean; detail: string }
+/** A row csv-parse could not read: where it starts (the byte after the last row read, and that row's line), and what its problem is. */
+interface Broken { fromByte: number; afterLine: number; unclosed: boolean; problem: Problem }
 
 /** One parse from `start`, up to the first row it cannot read (returned) or the file's end (undefined). */
 async function* pass(path: string, csv: CsvOptions, projection: Projection, width: number, start: Start): AsyncGenerator<Row, Broken | undefined> {
@@ -92,45 +92,60 @@ async function* pass(path: string, csv: CsvOptions, projection: Projection, widt
   const parser = parse(parserOptions(csv));
   const stream = createReadStream(path, { start: start.byte });
   const watch = new Utf8Watch(byteEncoding(csv) === 'utf8');
+  const lines = new LineCount(start.line);
   const single = singleByte(csv);
   // Where the last row read ends (its line, and the byte after it): where a broken one begins, blank lines aside.
   let lastLine = start.line;
   let lastEnd = 0;
   let broken: Broken | undefined;
-  parser.on('skip', (error: CsvError & { lines?: number }) => {
+  parser.on('skip', (error: CsvError) => {
     if (broken) return;
-    broken = {
-      fromByte: start.byte + lastEnd, afterLine: lastLine, errorLine: start.line + (error.lines ?? 0),
-      unclosed: error.code === 'CSV_QUOTE_NOT_CLOSED', detail: readError(error),
-    };
+    broken = { fromByte: start.byte + lastEnd, afterLine: lastLine, unclosed: error.code === 'CSV_QUOTE_NOT_CLOSED', problem: readError(error) };
     // Nothing more is read in this pass; what the parser holds still passes through, and is dropped.
-    watch.unpipe(parser);
+    lines.unpipe(parser);
     stream.destroy();
     parser.end();
   });
-  // The row's line is read from the parser as it hands the record on (its `info` option costs a
-  // copy of the parser's state per record, a quarter of the parsing time); the projection is made
-  // there too, so only the columns the mapping uses are kept.
+  // The row's line is found as the parser hands the record on, from the bytes it has consumed (its
+  // `info` option costs a copy of the parser's state per record, a quarter of the parsing time, and
+  // its line count takes a CR for a line end); the projection is made there too, so only the columns
+  // the mapping uses are kept.
   const push = parser.push.bind(parser);
   let header = start.header;
   parser.push = (record: string[] | null) => {
     if (record === null) return push(null);
     if (broken) return true;
-    lastLine = start.line + parser.info.lines;
     lastEnd = parser.info.bytes;
+    lastLine = lines.lineAt(lastEnd);
     if (header) { header = false; return true; }
     const row = projected(record, projection, lastLine, single);
     if (watch.invalid) {
       for (let i = 0; i < positions.length; i++) if (row.values[i]!.includes('\uFFFD')) row.fault ??= encodingFault(columns[i]!, row.values[i]!);
     }
-    if (record.length !== width) row.fault = { column: '', reason: 'malformed_row', detail: `${record.length} fields where the header has ${width}` };
+    if (record.length !== width) row.fault = { column: '', reason: 'malformed_row', detail: fieldCount(record, width, csv.delimiter ?? ',') };
     return push(row);
   };
   stream.on('error', (error) => parser.destroy(error));
-  stream.pipe(watch).pipe(parser);
+  stream.pipe(watch).pipe(lines).pipe(parser);
   yield* parser as AsyncIterable<Row>;
   return broken;
 }
+
+/**
+ * Why a row has more or fewer fields than the header. Only LF and CRLF end a line, so a CR alone
+ * (an export from two systems, or an old Mac's line end inside a Windows file) leaves the next line
+ * in this row: said as such, quoting the start of the text it took in, so that row is not lost unnamed.
+ */
+function fieldCount(record: string[], width: number, delimiter: string): string {
+  const count = `${record.length} fields where the header has ${width}`;
+  const at = record.findIndex((field) => LONE_CR.test(field));
+  if (at < 0) return count;
+  const after = [record[at]!.slice(record[at]!.search(LONE_CR) + 1), ...record.slice(at + 1)].join(delimiter);
+  const quoted = after.length > QUOTED ? `${after.slice(0, QUOTED)}…` : after;
+  return `${count}: a CR alone (not a line end) is in the row, so the text after it ("${quoted}") was read as part of this row`;
+}
+const LONE_CR = /\r(?!\n)/;
+const QUOTED = 20;
 
 /**
  * A record's values on the projection's columns, read in the file's encoding (a single-byte one's
@@ -152,51 +167,90 @@ function projected(record: string[], { columns, positions, keyOf }: Projection, 
 }
 
 /**
- * The broken row as a row with its problem: its line (the problem's; for a quote never closed, the
- * line it opened on), and its values as its first line gives them, read leniently, so its account
- * number is known and its account's children are rejected with it. `next`: where reading goes on.
+ * The broken row as a row with its problem, at its first line (the first after the last row read
+ * that holds a value), and its values as that line gives them, read leniently, so its account number
+ * is known and its account's children are rejected with it. `next`: where reading goes on, the line
+ * after that first line, whatever line csv-parse found the problem on.
  */
 async function brokenRow(path: string, csv: CsvOptions, projection: Projection, broken: Broken): Promise<{ row: Row; next?: { line: number; byte: number } } | undefined> {
-  let line = broken.afterLine + 1;
-  let offset = broken.fromByte;
-  let first: { line: number; bytes: Buffer[] } | undefined;
-  let text = false;
-  for await (const chunk of createReadStream(path, { start: broken.fromByte }) as AsyncIterable<Buffer>) {
-    let pieceStart = 0;
-    for (let i = 0; i < chunk.length; i++) {
-      const byte = chunk[i]!;
-      if (byte === 0x0a) {
-        if (text && !first) first = { line, bytes: [chunk.subarray(pieceStart, i)] };
-        else if (first && first.line === line) first.bytes.push(chunk.subarray(pieceStart, i));
-        if (first && line >= (broken.unclosed ? first.line : broken.errorLine)) {
-          return { row: rowOf(first, csv, projection, broken), next: { line, byte: offset + i + 1 } };
-        }
-        line++;
-        text = false;
-        pieceStart = i + 1;
-      } else if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) {
-        text = true;
-      }
-    }
-    if (first && first.line === line) first.bytes.push(chunk.subarray(pieceStart));
-    else if (text && !first) first = { line, bytes: [chunk.subarray(pieceStart)] };
-    offset += chunk.length;
+  const first = await firstLine(path, csv, broken);
+  if (!first) return undefined;
+  const resume = `reading goes on at line ${first.line + 1}`;
+  let detail: string;
+  if (broken.unclosed) detail = `a quote opened on line ${first.line} is never closed; ${resume}`;
+  else {
+    const problemAt = first.line + await linesToProblem(path, csv, first.byte);
+    const { what, fix } = broken.problem;
+    detail = problemAt === first.line ? [what, fix].filter(Boolean).join(': ')
+      : `${what} found on line ${problemAt}, in a row starting on line ${first.line} (a quote left open ran it on): ${fix ? `${fix}; ` : ''}${resume}`;
   }
-  return first ? { row: rowOf(first, csv, projection, broken) } : undefined;
+  const row = { ...projected(lenientFields(first.text, csv), projection, first.line, singleByte(csv)), fault: { column: '', reason: 'malformed_row' as const, detail } };
+  return first.next === undefined ? { row } : { row, next: { line: first.line, byte: first.next } };
 }
 
-function rowOf(first: { line: number; bytes: Buffer[] }, csv: CsvOptions, projection: Projection, broken: Broken): Row {
-  const text = Buffer.concat(first.bytes).toString(byteEncoding(csv)).replace(/\r$/, '');
-  let fields: string[];
-  try {
-    fields = (parseSync(text, { delimiter: csv.delimiter ?? ',', quote: csv.quote ?? '"', relax_quotes: true, relax_column_count: true, to: 1 }) as string[][])[0] ?? [];
-  } catch {
-    fields = text.split(csv.delimiter ?? ',');
+/** The first line from the broken row's start that is not blank as the parser sees blank: its line, text, first byte and the byte after its LF. */
+async function firstLine(path: string, csv: CsvOptions, broken: Broken): Promise<{ line: number; text: string; byte: number; next?: number } | undefined> {
+  let line = broken.afterLine + 1;
+  let lineStart = broken.fromByte;
+  let offset = broken.fromByte;
+  let pieces: Buffer[] = [];
+  const found = (end?: number) => {
+    const text = Buffer.concat(pieces).toString(byteEncoding(csv)).replace(/\r$/, '');
+    return lenientFields(text, csv).every((field) => field.trim() === '') ? undefined : { line, text, byte: lineStart, ...(end === undefined ? {} : { next: end }) };
+  };
+  for await (const chunk of createReadStream(path, { start: broken.fromByte }) as AsyncIterable<Buffer>) {
+    let from = 0;
+    for (let lf = chunk.indexOf(0x0a); lf !== -1; lf = chunk.indexOf(0x0a, from)) {
+      pieces.push(chunk.subarray(from, lf));
+      const first = found(offset + lf + 1);
+      if (first) return first;
+      line++;
+      pieces = [];
+      from = lf + 1;
+      lineStart = offset + from;
+    }
+    pieces.push(chunk.subarray(from));
+    offset += chunk.length;
   }
-  const line = broken.unclosed ? first.line : Math.max(broken.errorLine, first.line);
-  const detail = broken.unclosed ? `a quote opened on line ${first.line} is never closed; reading goes on at line ${first.line + 1}` : broken.detail;
-  return { ...projected(fields, projection, line, singleByte(csv)), fault: { column: '', reason: 'malformed_row', detail } };
+  return found();
 }
+
+/**
+ * How many line ends the broken row starting at `byte` runs over before csv-parse finds its problem:
+ * the row read again keeping its raw text (too costly for every row, so only for a broken one) up to
+ * the problem, and its LFs counted.
+ */
+async function linesToProblem(path: string, csv: CsvOptions, byte: number): Promise<number> {
+  const stream = createReadStream(path, { start: byte });
+  const parser = parse({ ...parserOptions(csv), raw: true, to: 1 });
+  let raw: string | undefined;
+  parser.on('skip', (error: CsvError & { raw?: string }) => {
+    // The first problem is the row's; after it the parser reads on from a state that means nothing.
+    if (raw !== undefined) return;
+    raw = error.raw ?? '';
+    stream.unpipe(parser);
+    stream.destroy();
+    parser.end();
+  });
+  stream.pipe(parser);
+  for await (const _record of parser) { /* a row read whole has no problem: none is counted */ }
+  const text = raw ?? '';
+  let lfs = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lfs++;
+  return lfs;
+}
+
+/** A line's fields, read leniently (stray quotes kept as text, a quote left open ignored). */
+function lenientFields(text: string, csv: CsvOptions): string[] {
+  try {
+    return (parseSync(text, { delimiter: csv.delimiter ?? ',', quote: csv.quote ?? '"', relax_quotes: true, relax_column_count: true, to: 1 }) as string[][])[0] ?? [];
+  } catch {
+    return text.split(csv.delimiter ?? ',');
+  }
+}
+
+/** What csv-parse found wrong with a row, and what to do about it when that is known. */
+interface Problem { what: string; fix?: string }
 
 // csv-parse's own words for a stray quote quote the field as it has read it so far; these say what to do.
 const STRAY_QUOTES: Record<string, string> = {
@@ -205,99 +259,7 @@ const STRAY_QUOTES: Record<string, string> = {
   CSV_INVALID_OPENING_QUOTE: 'a quote inside a field that does not start with one',
   CSV_INVALID_CLOSING_QUOTE: 'text after the quote that closes a field',
 };
-function readError(error: CsvError & { column?: number }): string {
+function readError(error: CsvError & { column?: number }): Problem {
   const words = STRAY_QUOTES[error.code];
-  return words ? `${words} (field ${(error.column ?? 0) + 1}): double a quote inside a quoted field ("")` : error.message;
-}
-
-const encodingFault = (column: string, text: string): RowFault => ({
-  column, reason: 'invalid_encoding',
-  detail: `${column} has bytes that are not UTF-8 (read as "${text}"); if the file is Windows-1252 (most exports from Windows) `
-    + `give encoding: windows-1252 in the mapping's csv settings, if it is Latin-1 (ISO-8859-1) encoding: latin1`,
-});
-
-const byteEncoding = (csv: CsvOptions): 'utf8' | 'latin1' => (csv.encoding === undefined || csv.encoding === 'utf8' ? 'utf8' : 'latin1');
-
-/** Bytes 0x80-0x9F, read as Latin-1: control characters in Latin-1, letters and signs in Windows-1252. */
-const C1 = /[\u0080-\u009f]/;
-// Windows-1252's characters for 0x80-0x9F; a space where it has none (0x81, 0x8D, 0x8F, 0x90, 0x9D).
-const WINDOWS_1252 = '\u20ac \u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152 \u017d  '
-  + '\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153 \u017e\u0178';
-
-/**
- * For a single-byte encoding, what becomes of a value read as Latin-1 that holds 0x80-0x9F: in
- * Windows-1252 the value with those characters (a fault for the five bytes it leaves undefined); in
- * Latin-1 a fault, since they are control characters no legacy text holds, and the likely cause is
- * a Windows-1252 file read as Latin-1 (`O’Neil` would be stored with U+0092). Undefined for UTF-8.
- */
-type SingleByte = (text: string, column: string) => string | RowFault;
-function singleByte(csv: CsvOptions): SingleByte | undefined {
-  if (csv.encoding === 'latin1') {
-    return (text, column) => ({
-      column, reason: 'invalid_encoding',
-      detail: `${column} has bytes 0x80-0x9F, control characters in Latin-1 (read as ${JSON.stringify(text)}); `
-        + 'an export from Windows is usually Windows-1252: give encoding: windows-1252 in the mapping\'s csv settings',
-    });
-  }
-  if (csv.encoding !== 'windows-1252') return undefined;
-  return (text, column) => {
-    let read = '';
-    for (const char of text) {
-      const code = char.charCodeAt(0);
-      const mapped = code >= 0x80 && code <= 0x9f ? WINDOWS_1252[code - 0x80]! : char;
-      if (mapped === ' ' && char !== ' ') {
-        return { column, reason: 'invalid_encoding', detail: `${column} has the byte 0x${code.toString(16).toUpperCase()}, which Windows-1252 does not define` };
-      }
-      read += mapped;
-    }
-    return read;
-  };
-}
-
-
-/**
- * Passes the file's bytes on unchanged, checking them as UTF-8 on the way (whole chunks, natively:
- * checking each field instead made a conversion 40% slower). Once a chunk is not valid UTF-8,
- * `invalid` is set before the parser sees that chunk, and from then on a field holding U+FFFD is
- * refused as bytes that are not UTF-8. A file that is valid UTF-8 throughout never sets it, so a
- * U+FFFD written in the legacy data itself goes through as text.
- */
-class Utf8Watch extends Transform {
-  invalid = false;
-  private carry: Buffer = Buffer.alloc(0);
-
-  constructor(private readonly checking: boolean) { super(); }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    if (this.checking && !this.invalid) {
-      const bytes = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
-      const end = completeEnd(bytes);
-      if (!isUtf8(bytes.subarray(0, end))) this.invalid = true;
-      this.carry = Buffer.from(bytes.subarray(end));
-    }
-    done(null, chunk);
-  }
-
-  override _flush(done: TransformCallback): void {
-    if (this.carry.length > 0) this.invalid = true; // the file ends inside a character
-    done();
-  }
-}
-
-/** Where the last complete UTF-8 character of `bytes` ends: a character cut by the chunk's end waits for the next chunk. */
-function completeEnd(bytes: Buffer): number {
-  for (let i = bytes.length - 1; i >= Math.max(0, bytes.length - 4); i--) {
-    const byte = bytes[i]!;
-    if (byte < 0x80) return bytes.length;
-    if (byte >= 0xc0) return bytes.length - i < (byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : 2) ? i : bytes.length;
-  }
-  return bytes.length;
-}
-
-/** The length of the file's UTF-8 byte-order mark: 3, or 0 when it has none. */
-async function bomLength(path: string): Promise<number> {
-  const file = await open(path);
-  const head = Buffer.alloc(3);
-  try { await file.read(head, 0, 3, 0); } finally { await file.close(); }
-  return head.equals(Buffer.from([0xef, 0xbb, 0xbf])) ? 3 : 0;
+  return words ? { what: `${words} (field ${(error.column ?? 0) + 1})`, fix: 'double a quote inside a quoted field ("")' } : { what: error.message };
 }

@@ -87,15 +87,20 @@ export function buildRecord(accounts: FileMapping, accountRow: Row, children: Ma
   const { payment_instruction: payment, ...account } = fields;
   const record: Json = { account };
   const mapped = new Map<ChildKind, { file: FileMapping; row: Row; json: Json }[]>();
+  // A rejected supply point's link, and where it was: its meters and agreements go with it.
+  const rejectedPoints = new Map<string, string>();
   for (const [file, rows] of children) {
     const list: { file: FileMapping; row: Row; json: Json }[] = [];
     for (const row of rows) {
-      try { list.push({ file, row, json: mapRow(file, row) }); } catch (error) { reject(problemOf(file, row, error)); }
+      try { list.push({ file, row, json: mapRow(file, row) }); } catch (error) {
+        reject(problemOf(file, row, error));
+        if (file.kind === 'supply_points' && file.hasLink) rejectedPoints.set(row.values[1]!, `${file.name} row ${row.line}`);
+      }
     }
     mapped.set(file.kind as ChildKind, list);
   }
   account.customers = (mapped.get('customers') ?? []).map((c) => c.json);
-  account.supply_addresses = supplyAddresses(mapped, reject);
+  account.supply_addresses = supplyAddresses(mapped, rejectedPoints, reject);
   for (const kind of ['statements', 'transactions', 'notes'] as const) {
     const items = mapped.get(kind);
     if (items && items.length > 0) record[kind] = items.map((i) => i.json);
@@ -104,7 +109,7 @@ export function buildRecord(accounts: FileMapping, accountRow: Row, children: Ma
   return record;
 }
 
-function supplyAddresses(mapped: Map<ChildKind, { file: FileMapping; row: Row; json: Json }[]>, reject: (r: Reject) => void): Json[] {
+function supplyAddresses(mapped: Map<ChildKind, { file: FileMapping; row: Row; json: Json }[]>, rejectedPoints: Map<string, string>, reject: (r: Reject) => void): Json[] {
   const addresses = new Map<string, Json>();
   const points = new Map<string, Json>();
   for (const { row, json } of mapped.get('supply_points') ?? []) {
@@ -120,6 +125,11 @@ function supplyAddresses(mapped: Map<ChildKind, { file: FileMapping; row: Row; j
   for (const kind of ['agreements', 'meters'] as const) {
     for (const { file, row, json } of mapped.get(kind) ?? []) {
       const point = points.get(row.values[1]!);
+      const rejected = rejectedPoints.get(row.values[1]!);
+      if (!point && rejected) {
+        reject({ file, row: row.line, key: row.values[0]!, column: '', reason: 'supply_point_rejected', detail: `its supply point "${row.values[1]}" (${rejected}) was rejected` });
+        continue;
+      }
       if (!point) {
         reject({ file, row: row.line, key: row.values[0]!, column: file.columns[1]!, reason: 'orphan', detail: `no supply point "${row.values[1]}" on account ${row.values[0]}` });
         continue;

@@ -6,7 +6,7 @@ import type { Target } from './targets.ts';
 
 export const REJECT_REASONS = [
   'required', 'invalid_date', 'invalid_number', 'invalid_boolean', 'unmapped_code',
-  'orphan', 'duplicate_key', 'malformed_row', 'invalid_encoding', 'account_rejected',
+  'orphan', 'duplicate_key', 'malformed_row', 'invalid_encoding', 'account_rejected', 'supply_point_rejected',
 ] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 
@@ -85,28 +85,38 @@ function decimalComma(s: string): string {
   return `${sign === '-' ? '-' : ''}${digits}${fraction === undefined ? '' : `.${fraction}`}`;
 }
 
-const DIRECTIVES: Record<string, { pattern: string; part: 'day' | 'month' | 'year' | 'year2' | 'hour' | 'minute' | 'second' }> = {
-  d: { pattern: '(\\d{1,2})', part: 'day' },
-  m: { pattern: '(\\d{1,2})', part: 'month' },
-  Y: { pattern: '(\\d{4})', part: 'year' },
-  y: { pattern: '(\\d{2})', part: 'year2' },
-  H: { pattern: '(\\d{1,2})', part: 'hour' },
-  M: { pattern: '(\\d{2})', part: 'minute' },
-  S: { pattern: '(\\d{2})', part: 'second' },
+/** A date directive: its digits, the part of the date it gives, and whether it may be written unpadded (1/2/2024). */
+interface Directive { width: number; part: 'day' | 'month' | 'year' | 'year2' | 'hour' | 'minute' | 'second'; unpadded?: true }
+const DIRECTIVES: Record<string, Directive> = {
+  d: { width: 2, part: 'day', unpadded: true },
+  m: { width: 2, part: 'month', unpadded: true },
+  Y: { width: 4, part: 'year' },
+  y: { width: 2, part: 'year2' },
+  H: { width: 2, part: 'hour', unpadded: true },
+  M: { width: 2, part: 'minute' },
+  S: { width: 2, part: 'second' },
 };
 
 /** A strftime-like format (%d %m %Y %y %H %M %S) read into YYYY-MM-DD, or YYYY-MM-DDTHH:MM:SSZ when it has a time. */
 function dateParser(format: string): (s: string) => string {
-  const parts: string[] = [];
-  let source = '';
+  const items: (string | Directive)[] = [];
   for (let i = 0; i < format.length; i++) {
     const c = format[i]!;
-    if (c !== '%') { source += c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); continue; }
+    if (c !== '%') { items.push(c); continue; }
     const directive = DIRECTIVES[format[++i] ?? ''];
     if (!directive) throw new TypeError(`date format "${format}": unknown directive %${format[i] ?? ''} (known: %d %m %Y %y %H %M %S)`);
-    parts.push(directive.part);
-    source += directive.pattern;
+    items.push(directive);
   }
+  const parts: string[] = [];
+  let source = '';
+  items.forEach((item, i) => {
+    if (typeof item === 'string') { source += item.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); return; }
+    parts.push(item.part);
+    // Beside another directive (a compact %d%m%Y) a day, month or hour takes its two digits: with one
+    // allowed, 1112024 would be read as some date (11/1 or 1/11) rather than refused.
+    const compact = typeof items[i - 1] === 'object' || typeof items[i + 1] === 'object';
+    source += `(\\d{${item.unpadded && !compact ? `1,${item.width}` : item.width}})`;
+  });
   for (const needed of ['day', 'month'] as const) if (!parts.includes(needed)) throw new TypeError(`date format "${format}" has no ${needed}`);
   if (!parts.includes('year') && !parts.includes('year2')) throw new TypeError(`date format "${format}" has no year`);
   const withTime = parts.includes('hour');
