@@ -272,6 +272,17 @@ describe('import-migrate run', () => {
     assert.deepEqual(JSON.parse(run.stdout).job.counts, { total: 3, pending: 0, running: 0, succeeded: 2, skipped: 0, failed: 1, cancelled: 0 });
   });
 
+  test('--resume after a line that was not JSON, with that line since deleted from the file, is refused (exit 1): the next line would never be sent', async () => {
+    const records = Array.from({ length: 3 }, () => JSON.stringify(migrationRecord(tenant.supplier, false)));
+    const { id, uploaded } = await jobHolding([records[0]!, 'this is not json'].join('\n'));
+    assert.deepEqual(uploaded, { received: 2, total_records: 2 });
+    const path = join(dir, 'bad-line-deleted.ndjson');
+    writeFileSync(path, `${records.join('\n')}\n`);
+    assert.deepEqual(await migrateCli('run', path, '--resume', id), { status: 1, stdout: '', stderr: `import-migrate: line 2 of ${path} is JSON `
+      + `where job ${id} has a line that is not: it is not the file the job was uploaded from (or lines were added or removed before that one); `
+      + 'nothing was uploaded: resume with the file as it was uploaded, or send this one in a new job\n' });
+  });
+
   test('--resume with a file that is not the one uploaded (a line removed before the job\'s last) is refused (exit 1), nothing sent', async () => {
     const { path, lines } = await file('changed.ndjson', 5);
     const { id, auth, uploaded } = await jobHolding(lines.slice(0, 3).join('\n'));

@@ -201,7 +201,7 @@ describe('POST migration-jobs/<id>/records/', () => {
       headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
     assert.deepEqual(res.json(), { received: 2, total_records: 2 });
     const lines = (await small.app.inject({ method: 'GET', url: `${BASE}${created.json.id}/records/?outcome=failed`, headers: { authorization: `Token ${tenant.token}` } })).body.trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(lines.map((l) => [l.line, l.step, l.errors]), [[1, 'parse', [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${long.length} bytes; a record is at most BODY_LIMIT_BYTES.` }]]]);
+    assert.deepEqual(lines.map((l) => [l.line, l.step, l.errors]), [[1, 'parse', [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${long.length} bytes; a record is at most 2048 bytes (BODY_LIMIT_BYTES).` }]]]);
   });
 
   test('JOB_MAX_RECORDS: more is migration_job_too_large, and the records before it are kept', async () => {

@@ -98,16 +98,33 @@ async function notTheUploadedFile(session: ApiSession, job: Job, file: string): 
   }));
   const last = page.records[0];
   if (!last || last.line !== held) return null;
-  // A line the service could not read (too long, not JSON, …) keeps no account number, whatever the
-  // file's line names: there is nothing to compare.
-  if (last.external_account_number === null && last.step === 'parse') return null;
   const text = await lineAt(file, held);
   if (text === null) return `${file} has fewer than the ${number(held)} records job ${job.id} holds: it is not the file the job was uploaded from`;
+  const wrongFile = 'it is not the file the job was uploaded from (or lines were added or removed before that one)';
+  // A line the service could not read keeps no account number. When it was not JSON, the file's
+  // line of that number must not be JSON either: one that is, is another line (the bad line deleted
+  // from the file, the usual fix), and skipping past it would never send it. For the other reasons
+  // (too long, not UTF-8, a key the service refuses) there is nothing the client can compare.
+  if (last.external_account_number === null && last.step === 'parse') {
+    if (last.errors[0]?.detail !== NOT_JSON || !isJson(text)) return null;
+    return `line ${number(held)} of ${file} is JSON where job ${job.id} has a line that is not: ${wrongFile}`;
+  }
   const mine = accountNumberOf(text);
   if (mine === last.external_account_number) return null;
   const name = (account: string | null) => (account === null ? 'no account number' : `account "${account}"`);
-  return `line ${number(held)} of ${file} has ${name(mine)} where job ${job.id} has ${name(last.external_account_number)}: `
-    + 'it is not the file the job was uploaded from (or lines were added or removed before that one)';
+  return `line ${number(held)} of ${file} has ${name(mine)} where job ${job.id} has ${name(last.external_account_number)}: ${wrongFile}`;
+}
+
+/** The service's words for a line that is not JSON at all. */
+const NOT_JSON = 'The line is not valid JSON.';
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A line's account.external_account_number as the service stores it: a string of at most 100 characters, else none. */

@@ -19,7 +19,7 @@ import { withoutByteOrderMark } from '../../core/byte-order-mark.ts';
 // is called before the line is yielded and never for a blank line; the bytes of a too-long line cut
 // off by the end of a failing stream have been seen although no line is yielded for them.
 
-export type Line = { kind: 'text'; text: string } | { kind: 'too_long'; bytes: number } | { kind: 'not_utf8' };
+export type Line = { kind: 'text'; text: string } | { kind: 'too_long'; bytes: number; limit: number } | { kind: 'not_utf8' };
 
 /** The upload passed one of its bounds: its bytes (after gunzip), or its blank lines. */
 export class UploadLimitExceeded extends Error {
@@ -48,7 +48,7 @@ export async function* ndjsonLines(
     if (blankLines > limits.maxBlankLines) throw new UploadLimitExceeded('blank_lines');
   };
   const finish = (): Line | null => {
-    const line = lineOf(parts, size, overflow);
+    const line = lineOf(parts, size, overflow, limits.maxLineBytes);
     if (line) {
       if (!overflow) for (const part of parts) onLineBytes(part);
       onLineBytes(LF);
@@ -100,8 +100,8 @@ export async function* ndjsonLines(
 }
 
 /** The line held in `parts`, or null for a blank one. */
-function lineOf(parts: Buffer[], size: number, overflow: boolean): Line | null {
-  if (overflow) return { kind: 'too_long', bytes: size };
+function lineOf(parts: Buffer[], size: number, overflow: boolean, limit: number): Line | null {
+  if (overflow) return { kind: 'too_long', bytes: size, limit };
   if (blank(parts)) return null;
   const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
   return isUtf8(bytes) ? { kind: 'text', text: bytes.toString('utf8') } : { kind: 'not_utf8' };

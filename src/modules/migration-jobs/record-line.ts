@@ -30,7 +30,7 @@ const parseFailure = (detail: string): ParsedLine => ({ ext: null, record: null,
 
 export function parseLine(line: Line): ParsedLine {
   if (line.kind === 'too_long') {
-    return { ext: null, record: null, errors: [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${line.bytes} bytes; a record is at most BODY_LIMIT_BYTES.` }], points: [] };
+    return { ext: null, record: null, errors: [{ code: 'payload_too_large', attr: 'non_field_errors', detail: `The line is ${line.bytes} bytes; a record is at most ${line.limit} bytes (BODY_LIMIT_BYTES).` }], points: [] };
   }
   if (line.kind === 'not_utf8') return parseFailure('The line is not valid UTF-8.');
   let value: unknown;
