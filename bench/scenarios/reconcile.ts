@@ -4,7 +4,8 @@ import { notRun } from './writes.ts';
 
 // GET migration-jobs/<id>/reconciliation/ of a finished 100,000-record job. The job, its records and
 // what the store holds for them (an account each with a customer, a statement, two transactions and
-// a note) are written by SQL in a few INSERT … SELECT generate_series, triggers off for the load only,
+// a note) are written by SQL in a few INSERT … SELECT generate_series, triggers off for the load only
+// (so the accounts' kept balance, which a trigger keeps, is written with them),
 // rather than run through the workers: the row measures the reading, not the import.
 const ID_OFFSET = 4_000_000_000;
 const JOBS = `${V1}/migration-jobs/`;
@@ -14,9 +15,11 @@ const TARGET_MS = 2000;
 const RECORD = (g: string) => `jsonb_build_object(
   'account', jsonb_build_object('external_account_number', 'RC-' || lpad(${g}::text, 7, '0'),
     'customers', jsonb_build_array(jsonb_build_object('given_name', 'Ada', 'family_name', 'Lovelace'))),
-  'statements', jsonb_build_array(jsonb_build_object('statement_id', 'S-' || ${g}, 'gross_amount', 120.5)),
-  'transactions', jsonb_build_array(jsonb_build_object('transaction_id', 'C-' || ${g}, 'amount', 12.3, 'type', 'CHARGE'),
-                                    jsonb_build_object('transaction_id', 'R-' || ${g}, 'amount', 5.05, 'type', 'CREDIT')),
+  'statements', jsonb_build_array(jsonb_build_object('statement_id', 'S-' || ${g}, 'gross_amount', 120.5, 'number', 'No-' || ${g},
+    'bill_period_from_date', '2024-01-01', 'bill_period_to_date', '2024-01-31', 'issued_date', '2024-02-01')),
+  'transactions', jsonb_build_array(
+    jsonb_build_object('transaction_id', 'C-' || ${g}, 'amount', 12.3, 'type', 'CHARGE', 'transaction_date', '2024-03-01'),
+    jsonb_build_object('transaction_id', 'R-' || ${g}, 'amount', 5.05, 'type', 'CREDIT', 'transaction_date', '2024-03-01')),
   'notes', jsonb_build_array(jsonb_build_object('body', 'Migrated RC-' || ${g} || '.')))`;
 
 function seedScript(jobId: string, supplierId: number, teamId: number, records: number): string {
@@ -33,9 +36,9 @@ function seedScript(jobId: string, supplierId: number, teamId: number, records: 
     INSERT INTO account_imports (id, supplier_id, external_account_number, data, account_id, last_attempt_outcome)
       SELECT ${ID_OFFSET} + g, ${supplierId}, ${ext}, '{}'::jsonb, ${ID_OFFSET} + g, 'created' FROM ${series};
     INSERT INTO accounts (id, number, account_import_id, supplier_id, external_account_number, operations_team_id,
-                          billing_street_address, billing_country, billing_postal_code)
+                          billing_street_address, billing_country, billing_postal_code, balance)
       SELECT ${ID_OFFSET} + g, 'A-r' || lpad(g::text, 7, '0'), ${ID_OFFSET} + g, ${supplierId}, ${ext}, ${teamId},
-             '1 Bench Street', 'GB', 'SW1A 1AA' FROM ${series};
+             '1 Bench Street', 'GB', 'SW1A 1AA', -7.25 FROM ${series};
     INSERT INTO customers (account_id, position, given_name, family_name) SELECT ${ID_OFFSET} + g, 0, 'Ada', 'Lovelace' FROM ${series};
     INSERT INTO statements (account_id, statement_id, bill_period_from_date, bill_period_to_date, issued_date, number, gross_amount)
       SELECT ${ID_OFFSET} + g, 'S-' || g, '2024-01-01', '2024-01-31', '2024-02-01', 'No-' || g, 120.50 FROM ${series};

@@ -85,26 +85,26 @@ const MEASURE_JSON = (p: string) => sql.raw(`jsonb_build_object(${[...COUNT_MEAS
   .map((m) => `'${m}', ${p}${m}${(MONEY_MEASURES as readonly string[]).includes(m) ? '::text' : ''}`).join(', ')})`);
 
 /**
- * A record's items by their own key, as one JSON object read in one pass: `items` must be an array,
- * and each of its objects whose `key` is text is kept under it (a key the line names twice keeps its
- * last item). A stored item is looked up by its key with the `?` operator; an item without one matches nothing.
+ * The keys a record's items carry, as a JSON array read in one call: `items` must be an array, and
+ * each of its objects that has `key` gives its value. A key matches a stored one when it is that text
+ * as a JSON string (the `?` operator); an item without one matches nothing.
  */
-const itemsByKey = (items: string, key: string) =>
-  sql.raw(`(SELECT jsonb_object_agg(v->>'${key}', v) FROM jsonb_items_of(r.record->'${items}') AS i(v) WHERE jsonb_typeof(v->'${key}') = 'string')`);
+const itemKeys = (items: string, key: string) =>
+  sql.raw(`jsonb_path_query_array(r.record->'${items}', 'strict $[*] ? (exists(@.${key})).${key}', '{}', true)`);
 
-/** A money amount the line sent, as numeric, or null when it is not a JSON number (its record failed validation). */
-const sentAmount = (item: string, field: string) => `CASE WHEN jsonb_typeof(${item}->'${field}') = 'number' THEN (${item}->'${field}')::numeric END`;
-/** A stored date equals the date the line sent (YYYY-MM-DD text). */
-const sameDate = (stored: string, item: string, field: string) => `to_char(${stored}, 'YYYY-MM-DD') = ${item}->>'${field}'`;
+/** A stored date as the line sends one (YYYY-MM-DD). */
+const sentDate = (stored: string) => `to_char(${stored}, 'YYYY-MM-DD')`;
 /**
- * A stored transaction holds what the line sent for it: its type, its amount, and its date (the date
- * sent, kept as original_date when the transaction was moved into the open statement period).
+ * A stored transaction holds what the line sent for it: the line's transactions hold one with its id,
+ * type, amount (compared as numbers: 12.3 is 12.30) and date (the date sent, kept as original_date
+ * when the transaction was moved into the open statement period). One containment test (`@>`) a row.
  */
-const TRANSACTION_AS_SENT = sql.raw([`x.type = t->>'type'`, `x.amount = ${sentAmount('t', 'amount')}`,
-  sameDate('COALESCE(x.original_date, x.transaction_date)', 't', 'transaction_date')].join(' AND '));
+const TRANSACTION_AS_SENT = sql.raw(`r.transactions @> jsonb_build_array(jsonb_build_object('transaction_id', x.transaction_id,
+  'type', x.type, 'amount', x.amount, 'transaction_date', ${sentDate('COALESCE(x.original_date, x.transaction_date)')}))`);
 /** A stored statement holds what the line sent for it: its number, gross amount and dates. */
-const STATEMENT_AS_SENT = sql.raw([`y.number = s->>'number'`, `y.gross_amount = ${sentAmount('s', 'gross_amount')}`,
-  ...['bill_period_from_date', 'bill_period_to_date', 'issued_date'].map((d) => sameDate(`y.${d}`, 's', d))].join(' AND '));
+const STATEMENT_AS_SENT = sql.raw(`r.statements @> jsonb_build_array(jsonb_build_object('statement_id', y.statement_id,
+  'number', y.number, 'gross_amount', y.gross_amount, 'bill_period_from_date', ${sentDate('y.bill_period_from_date')},
+  'bill_period_to_date', ${sentDate('y.bill_period_to_date')}, 'issued_date', ${sentDate('y.issued_date')}))`);
 
 const MEASURE_NAMES = [...COUNT_MEASURES, ...MONEY_MEASURES] as const;
 type MeasureName = (typeof MEASURE_NAMES)[number];
@@ -134,8 +134,8 @@ const BY_LINE = sql.raw([...MEASURE_NAMES.map((m) => `max(f_${m}) AS f_${m}`),
  * duplicate in the file) sees none of it, so the store's side counts that account once and the
  * refused line is an exception (not migrated) instead of a second count of the first line's account.
  *
- * Set-based, one pass per table: the records' items are read from their JSON once, as JSON objects
- * by key on the record (`r`), and each table is joined to the records by account and key and grouped
+ * Set-based, one pass per table: the records' item keys are read from their JSON once, as JSON
+ * arrays on the record (`r`), and each table is joined to the records by account and key and grouped
  * by line. A line groups on its own. Each note sent is looked up by the notes' (account,
  * body) index: joined as a set, the planner guesses a hundred notes a record and reads the whole notes
  * table, even for one page of 500 lines.
@@ -156,8 +156,10 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
       r.file_balance_total AS f_balance_total, r.file_statements_gross_total AS f_statements_gross_total,
       CASE WHEN a.id IS NOT NULL THEN jsonb_typeof(r.record->'payment_instruction') = 'object' END AS sends_instruction,
       a.balance,
-      CASE WHEN a.id IS NOT NULL THEN ${itemsByKey('statements', 'statement_id')} END AS statements,
-      CASE WHEN a.id IS NOT NULL THEN ${itemsByKey('transactions', 'transaction_id')} END AS transactions,
+      CASE WHEN a.id IS NOT NULL THEN ${itemKeys('statements', 'statement_id')} END AS statement_keys,
+      CASE WHEN a.id IS NOT NULL THEN ${itemKeys('transactions', 'transaction_id')} END AS transaction_keys,
+      CASE WHEN a.id IS NOT NULL THEN r.record->'statements' END AS statements,
+      CASE WHEN a.id IS NOT NULL THEN r.record->'transactions' END AS transactions,
       CASE WHEN a.id IS NOT NULL THEN r.record->'notes' END AS notes
     FROM migration_job_records AS r
     LEFT JOIN accounts AS a ON r.record IS NOT NULL AND a.supplier_id = ${supplierId} AND a.external_account_number = r.external_account_number
@@ -170,11 +172,9 @@ const measuredRecords = (jobId: string, supplierId: number, lines?: { from: numb
   me AS (SELECT r.line, count(*)::int AS n FROM r JOIN supply_points AS p ON p.account_id = r.account_id
     JOIN meters AS m ON m.supply_point_id = p.id GROUP BY 1),
   tx AS (SELECT r.line, count(*) FILTER (WHERE ${TRANSACTION_AS_SENT})::int AS n
-    FROM r JOIN transactions AS x ON x.account_id = r.account_id AND r.transactions ? x.transaction_id
-    CROSS JOIN LATERAL (SELECT r.transactions->x.transaction_id AS t) AS sent GROUP BY 1),
+    FROM r JOIN transactions AS x ON x.account_id = r.account_id AND r.transaction_keys ? x.transaction_id GROUP BY 1),
   st AS (SELECT r.line, count(*) FILTER (WHERE ${STATEMENT_AS_SENT})::int AS n, sum(y.gross_amount) AS gross
-    FROM r JOIN statements AS y ON y.account_id = r.account_id AND r.statements ? y.statement_id
-    CROSS JOIN LATERAL (SELECT r.statements->y.statement_id AS s) AS sent GROUP BY 1),
+    FROM r JOIN statements AS y ON y.account_id = r.account_id AND r.statement_keys ? y.statement_id GROUP BY 1),
   pi AS (SELECT r.line FROM r JOIN payment_instructions AS q ON q.account_id = r.account_id AND q.active WHERE r.sends_instruction),
   no AS (SELECT r.line, (SELECT count(*) FROM jsonb_items_of(r.notes) AS n(v) WHERE EXISTS (SELECT 1 FROM notes AS o
       WHERE o.account_id = r.account_id AND md5(COALESCE(o.body, '')) = md5(COALESCE(n.v->>'body', ''))))::int AS n
