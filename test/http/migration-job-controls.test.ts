@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/index.ts';
 import { RECORD_QUEUE } from '../../src/modules/migration-jobs/index.ts';
-import { twoLooks, waitUntil } from '../support/imports.ts';
+import { PG_ONLY, pgSession, twoLooks, waitUntil } from '../support/imports.ts';
 import { accountPayload } from '../support/payloads.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 
@@ -143,6 +143,30 @@ describe('POST migration-jobs/<id>/pause/ and resume/', () => {
     assert.deepEqual([done.counts.cancelled, done.counts.running, done.counts.total], [4, 0, 4]);
     // Records cancelled are no throughput.
     assert.equal(done.records_per_minute, 0);
+  });
+
+  test('a control does not wait on the key-share lock every writer of the job\'s records takes (it deadlocked with the workers)', { skip: PG_ONLY }, async () => {
+    // Writing a job's records (their counter rows) checks the job row as a foreign key: a KEY SHARE
+    // lock on it, held until the writer commits. A control that locked the row FOR UPDATE waited on
+    // it, while the writer could wait on the control's records: a deadlock, answered 503 (a probe's
+    // pause, resume, cancel and retry from two instances against a running job).
+    const tenant = await createTenant(t);
+    const created = await call(t.app, 'POST', BASE, { token: tenant.token, body: { import_supplier: tenant.supplier, operations_team_name: tenant.team } });
+    const id = created.json.id as string;
+    const writer = await pgSession(t.config.databaseUrl);
+    try {
+      await writer.query('BEGIN');
+      await writer.query('SELECT 1 FROM migration_jobs WHERE id = $1 FOR KEY SHARE', [id]);
+      for (const name of ['pause', 'resume', 'cancel'] as const) {
+        const waited = new Promise<'waited'>((resolve) => { setTimeout(() => resolve('waited'), 3_000).unref(); });
+        const answer = await Promise.race([action(tenant, id, name), waited]);
+        assert.notEqual(answer, 'waited', `${name} waited on the writer's lock`);
+        assert.equal((answer as { status: number }).status, 200, name);
+      }
+    } finally {
+      await writer.query('ROLLBACK');
+      await writer.end();
+    }
   });
 
   test('another organisation\'s job is 404 to pause, resume and PATCH', async () => {

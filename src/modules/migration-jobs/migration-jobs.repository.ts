@@ -66,9 +66,14 @@ export async function findJob(db: Db, id: string, organisationId?: number): Prom
   return rows[0];
 }
 
-/** Takes the job row's lock for the rest of the transaction. */
+/**
+ * Takes the job row's lock for the rest of the transaction: FOR NO KEY UPDATE, as an UPDATE of the row
+ * takes, never FOR UPDATE. Every write of the job's records and counter rows checks the job row as a
+ * foreign key (a KEY SHARE lock, held to its commit), which FOR UPDATE waits on: a control waited on a
+ * worker that waited on the control's records, a deadlock. The job's id never changes.
+ */
 export async function lockJob(trx: Transaction<Database>, id: string): Promise<JobRow | undefined> {
-  const { rows } = await sql<JobRow>`SELECT ${JOB_COLUMNS} FROM ${JOB_FROM} WHERE j.id = ${id}::uuid FOR UPDATE OF j`.execute(trx);
+  const { rows } = await sql<JobRow>`SELECT ${JOB_COLUMNS} FROM ${JOB_FROM} WHERE j.id = ${id}::uuid FOR NO KEY UPDATE OF j`.execute(trx);
   return rows[0];
 }
 
@@ -127,7 +132,7 @@ export async function takeDispatchAllowance(trx: Transaction<Database>, jobId: s
     SELECT paused, max_records_per_minute AS rate,
       LEAST(GREATEST(1, max_records_per_minute / 30.0), COALESCE(throttle_tokens
         + max_records_per_minute / 60.0 * GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - throttle_at)), 1))::float8 AS tokens
-    FROM migration_jobs WHERE id = ${jobId}::uuid FOR UPDATE`.execute(trx);
+    FROM migration_jobs WHERE id = ${jobId}::uuid FOR NO KEY UPDATE`.execute(trx);
   const row = rows[0];
   if (!row) return { paused: false, records: 0, nextTokenMs: null };
   if (row.rate === null || row.tokens === null) return { paused: row.paused, records: row.paused ? 0 : room, nextTokenMs: null };
