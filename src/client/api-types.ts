@@ -404,7 +404,7 @@ export interface paths {
         put?: never;
         /**
          * Retry the failed and cancelled records
-         * @description They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict.
+         * @description They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict. A job whose not_after has passed cannot be retried (`migration_job_window_closed`): run its records in a new job.
          */
         post: operations["retryMigrationJob"];
         delete?: never;
@@ -5581,7 +5581,7 @@ export interface operations {
                     "application/json": components["schemas"]["MigrationJob"];
                 };
             };
-            /** @description Refused; `code` is one of `invalid`, `migration_job_not_finished`. `invalid`: the job id is longer than 100 characters. */
+            /** @description Refused; `code` is one of `invalid`, `migration_job_not_finished`, `migration_job_window_closed`. `invalid`: the job id is longer than 100 characters. */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -43,6 +43,7 @@ const ERRORS = {
   migration_job_empty: entry(400, 'The migration job has no records: upload some before starting it.'),
   migration_job_finished: entry(400, 'The migration job has already ended.'),
   migration_job_not_finished: entry(400, 'Only a completed or cancelled migration job can be retried.'),
+  migration_job_window_closed: entry(400, 'The migration job\'s window (not_after) has passed: it cannot be retried.'),
   migration_job_too_large: entry(400, 'The migration job holds as many records as it may.'),
   migration_job_not_paused: entry(400, 'The migration job was not paused.'),
   // 400: a webhook endpoint URL the service may not deliver to (a private address, a scheme other than http(s))

@@ -728,6 +728,12 @@ describe('job states', () => {
     assert.deepEqual(done.counts, { ...ZERO, total: 1, cancelled: 1 });
     const [line] = await resultsOf(tenant, closing.id);
     assert.deepEqual([line.outcome, line.errors], ['cancelled', [{ code: 'migration_window_closed', attr: 'non_field_errors', detail: 'The job\'s not_after passed before this record started.' }]]);
+    // A retry would only cancel them again: refused, and the job stays as it ended.
+    const until = (await sql<{ until: Date }>`SELECT not_after AS until FROM migration_jobs WHERE id = ${closing.id}::uuid`.execute(db)).rows[0]!.until;
+    const retried = await action(tenant, closing.id, 'retry');
+    assert.deepEqual([retried.status, retried.json], [400, { code: 'migration_job_window_closed', detail: `Migration job "${closing.id}" may run until `
+      + `${until.toISOString().replace(/\.\d+Z$/, 'Z')} (not_after), which has passed: a retry would cancel its records again. Run them in a new job.` }]);
+    assert.equal((await getJob(tenant, closing.id)).state, done.state);
   });
 
   test('cancel, then retry: cancelled records run again; errors of a finished or running job', async () => {

@@ -39,8 +39,9 @@ const ACTIONS = {
   },
   retry: {
     operationId: 'retryMigrationJob', summary: 'Retry the failed and cancelled records',
-    description: 'They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict.',
-    refusals: ['migration_job_not_finished'], refused: ACTION_REFUSED.retry, state: 'queued',
+    description: 'They are pending again and the job is queued. Records that failed at upload (parse, duplicate) keep their verdict. '
+      + 'A job whose not_after has passed cannot be retried (`migration_job_window_closed`): run its records in a new job.',
+    refusals: ['migration_job_not_finished', 'migration_job_window_closed'], refused: ACTION_REFUSED.retry, state: 'queued',
   },
   pause: {
     operationId: 'pauseMigrationJob', summary: 'Pause the job (state paused)',

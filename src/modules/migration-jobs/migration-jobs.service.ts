@@ -372,6 +372,11 @@ export async function retryJob(deps: JobsDeps, caller: Caller, id: string): Prom
     if (!isFinished(job.state)) {
       throw new AppError('migration_job_not_finished', `Migration job "${job.id}" is ${shownState(job)}: only a completed or cancelled job can be retried.`);
     }
+    // Its records would be cancelled again at once, as the window closed (not_after cannot be moved).
+    if (job.not_after !== null && job.not_after.getTime() <= deps.clock.nowMs()) {
+      throw new AppError('migration_job_window_closed', `Migration job "${job.id}" may run until ${utcSeconds(job.not_after)} (not_after), which has passed: `
+        + 'a retry would cancel its records again. Run them in a new job.');
+    }
     await repo.resetForRetry(trx, job.id);
     await repo.updateJob(trx, job.id, { state: 'queued', cancelRequested: false, clearFinished: true, startedNow: true });
     await requestDispatch(deps.queue, trx, { id: job.id, not_before: null, not_after: job.not_after }, deps.clock.now());
