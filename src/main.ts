@@ -20,14 +20,7 @@ async function main(): Promise<void> {
 
   // The embedded store belongs to one process (D2): a second server, or import-admin, must not open it.
   let lock: DataDirLock | undefined;
-  if (!config.databaseUrl) {
-    try {
-      lock = acquireDataDirLock(config.dataDir, 'server');
-    } catch (error) {
-      if (error instanceof DataDirLockedError) exitWith(`cannot start: ${error.message}`);
-      throw error;
-    }
-  }
+  if (!config.databaseUrl) lock = await lockDataDir(config.dataDir, logger);
 
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sessionLimits: sessionLimitsOf(config) });
   const applied = await migrate(store);
@@ -109,6 +102,28 @@ function baseUrlOf(address: AddressInfo): string {
   const host = ['0.0.0.0', '::', ''].includes(address.address) ? '127.0.0.1'
     : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return `http://${host}:${address.port}`;
+}
+
+/** How long a starting server waits for an import-admin command that holds the embedded store (one takes seconds). */
+const IMPORT_ADMIN_WAIT_MS = 30_000;
+
+/**
+ * The embedded store's lock. Held by another server: that is an error at once. Held by an
+ * import-admin command run without a server: it is done in seconds, so the start waits for it
+ * (up to IMPORT_ADMIN_WAIT_MS) rather than failing because a command happened to be running.
+ */
+async function lockDataDir(dataDir: string, logger: ReturnType<typeof createLogger>): Promise<DataDirLock> {
+  const deadline = Date.now() + IMPORT_ADMIN_WAIT_MS;
+  for (let said = false; ; said = true) {
+    try {
+      return acquireDataDirLock(dataDir, 'server');
+    } catch (error) {
+      if (!(error instanceof DataDirLockedError)) throw error;
+      if (error.holder.role !== 'import-admin' || Date.now() >= deadline) exitWith(`cannot start: ${error.message}`);
+      if (!said) logger.info({ pid: error.holder.pid, data_dir: dataDir }, 'waiting for an import-admin command to finish with the embedded store');
+    }
+    await sleep(200);
+  }
 }
 
 await main();

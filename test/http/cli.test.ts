@@ -18,6 +18,8 @@ import { systemClock } from '../../src/core/clock.ts';
 import { loadConfig } from '../../src/config.ts';
 import { unique } from '../support/test-app.ts';
 import { seededDataDir } from '../support/pglite-template.ts';
+import { startServer } from '../support/server-process.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // The operator CLI (D2), spawned as operators run it (node bin/import-admin.js …), on the store of
 // this pass: a temporary embedded DATA_DIR, or the PostgreSQL of DATABASE_URL. With --json every
@@ -257,6 +259,23 @@ describe('import-admin and the embedded store lock', () => {
         new RegExp(`in use by a running server \\(pid ${process.pid}\\); stop the server first, or use PostgreSQL \\(DATABASE_URL\\)`),
         { DATA_DIR: lockedDir });
       assert.ok(existsSync(join(lockedDir, 'server.pid')), 'a live holder\'s file is left alone');
+    }
+  });
+
+  test('a server started while an import-admin command holds DATA_DIR waits for it, then starts', { skip: onPostgres && 'the lock is the embedded store\'s' }, async () => {
+    const dir = await seededDataDir('server-waits-');
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'server.pid'), `${JSON.stringify({ pid: process.pid, role: 'import-admin', since: new Date().toISOString() })}\n`);
+    const starting = startServer({ DATA_DIR: dir });
+    await sleep(1_500);
+    // The command is done: its file goes, and the server that waited starts.
+    rmSync(join(dir, 'server.pid'));
+    const server = await starting;
+    try {
+      assert.ok(server.logs.some((line) => line.includes('waiting for an import-admin command to finish with the embedded store')), server.logs.join('\n'));
+      assert.equal((await fetch(`${server.url}/readyz`)).status, 200);
+    } finally {
+      await server.stop();
     }
   });
 });
