@@ -585,6 +585,34 @@ describe('import-migrate client details', () => {
     assert.deepEqual(seen, ['POST /graphql: 200', 'GET the job: 500', 'GET the job: 500', 'GET the job: 200']);
   });
 
+  test('the service unreachable for good mid-upload: exit 2, after the command that resumes the upload', async () => {
+    // A proxy in front of the service that cuts every records upload: the job is made, then its upload never gets through.
+    const target = new URL(server.url);
+    const proxy = createHttpServer((req, res) => {
+      if (req.url?.includes('/records/')) return void req.socket.destroy();
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        }).end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    after(() => new Promise((resolve) => proxy.close(resolve)));
+    const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+    const { path } = await file('unreachable.ndjson', 2);
+    const run = await inProcess(['run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--url', url],
+      { IMPORT_API_KEY: tenant.apiKey, IMPORT_MIGRATE_RETRY_DELAY_MS: '10' });
+    assert.equal(run.status, 2, run.stderr);
+    const id = /created job (\S+) /.exec(run.stderr)?.[1];
+    assert.ok(id, run.stderr);
+    assert.ok(run.stderr.includes(`\nUpload stopped: job ${id} keeps the records the service received and stays open.\n`
+      + `Resume with: import-migrate run ${path} --resume ${id} --url ${url}\n`), run.stderr);
+    assert.match(run.stderr, new RegExp(`import-migrate: cannot reach the service at ${url}: \\S+\n$`));
+  });
+
   test('IMPORT_URL is the default --url, and hints carry the --url to run them as printed', async () => {
     const id = made.mixedJob;
     const run = await inProcess(['watch', id], { IMPORT_API_KEY: tenant.apiKey, IMPORT_URL: server.url, IMPORT_MIGRATE_POLL_MS: '250' });

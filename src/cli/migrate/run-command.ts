@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { dataOf, type ApiSession, type Job } from './api-session.ts';
+import { dataOf, UnreachableError, type ApiSession, type Job } from './api-session.ts';
 import type { CommandContext, CommandResult } from './command-context.ts';
 import { number, summary } from './format.ts';
 import { countLines, lineAt, uploadRemaining, type UploadOutcome } from './upload.ts';
@@ -48,7 +48,16 @@ export async function runFile(ctx: CommandContext, file: string): Promise<Comman
       try {
         upload = await uploadRemaining(session, job.id, file, (p) => progress.upload(p), interrupt.signal);
       } catch (error) {
-        if (!interrupt.signal.aborted) throw error;
+        if (!interrupt.signal.aborted) {
+          // The service went away for longer than the client's retries: the job keeps every complete
+          // line it received and stays open. Say how to go on, then fail as before (exit 2).
+          if (error instanceof UnreachableError) {
+            progress.stop();
+            ctx.note(`\nUpload stopped: job ${job.id} keeps the records the service received and stays open.\n`
+              + `Resume with: ${ctx.hint(['run', file, '--resume', job.id])}\n`);
+          }
+          throw error;
+        }
       }
       if (interrupt.signal.aborted) {
         // What the service says the job holds, never what this client believes it sent.
