@@ -644,5 +644,8 @@ files:
     const mac = exportOf('cr-only', { customers: 'ACC,GIVEN,FAMILY\rA1,Bob,Smith\rA2,Ann,Jones\r' });
     await assert.rejects(mappingAt(join(mac, 'mapping.yaml')),
       /mapping\.yaml:12: the data file .*customers\.csv has lines that end in CR alone \(an old Mac export\): convert its line ends to LF or CRLF$/);
+    // A UTF-8 file (its byte order mark says so) declared Windows-1252 would be read as mojibake: refused.
+    const bom = exportOf('bom-as-cp1252', { customers: '\uFEFFACC,GIVEN,FAMILY\nA1,Zo\u00eb,M\u00fcller\n' }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: windows-1252}\n'));
+    await assert.rejects(mappingAt(join(bom, 'mapping.yaml')), /mapping\.yaml:\d+: the data file .*customers\.csv starts with a UTF-8 byte order mark, so it is UTF-8, but the mapping gives encoding: windows-1252: leave encoding out \(UTF-8 is the default\)$/);
   });
 });

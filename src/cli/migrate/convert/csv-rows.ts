@@ -45,7 +45,14 @@ export class UnreadableFile extends Error {
 
 /** The header's names, trimmed; an UnreadableFile for a file with no line at all, or whose lines end in CR alone. */
 export async function readHeader(path: string, csv: CsvOptions): Promise<string[]> {
-  const parser = createReadStream(path, { start: await bomLength(path) }).pipe(parse({ ...parserOptions(csv), to: 1 }));
+  const bom = await bomLength(path);
+  // A UTF-8 byte order mark says the file is UTF-8: read in a single-byte encoding, every accented
+  // letter would turn into two or three others, with nothing refused.
+  if (bom > 0 && byteEncoding(csv) !== 'utf8') {
+    throw new UnreadableFile(path, `starts with a UTF-8 byte order mark, so it is UTF-8, but the mapping gives encoding: ${csv.encoding}: `
+      + 'leave encoding out (UTF-8 is the default)');
+  }
+  const parser = createReadStream(path, { start: bom }).pipe(parse({ ...parserOptions(csv), to: 1 }));
   for await (const record of parser) {
     // Lines end in LF or CRLF; a file whose lines end in CR alone (an old Mac export) reads as one
     // line, its header running on into its rows: said as such rather than as columns not found.
