@@ -71,8 +71,21 @@ export interface Projection { columns: string[]; positions: number[]; keyOf?: ((
 export async function* csvRows(path: string, csv: CsvOptions, projection: Projection): AsyncGenerator<Row> {
   const width = (await readHeader(path, csv)).length;
   let start: Start = { line: 0, byte: await bomLength(path), header: true };
+  // The lines a broken row ran over (a quote left open to a later line): what reads as rows there may
+  // be that row's own text, a multi-line value, so it is rejected with it, never taken unchecked.
+  let inside: { from: number; through: number } | undefined;
   for (;;) {
-    const broken = yield* pass(path, csv, projection, width, start);
+    const rows = pass(path, csv, projection, width, start);
+    let next = await rows.next();
+    for (; !next.done; next = await rows.next()) {
+      const row = next.value;
+      if (inside && row.line <= inside.through && !row.fault) {
+        row.fault = { column: '', reason: 'malformed_row', detail: `read inside the row starting on line ${inside.from}, which could not be read `
+          + `(a quote left open ran it on to line ${inside.through}): it may be that row's own text, so it is not taken; check it against the file` };
+      }
+      yield row;
+    }
+    const broken = next.value;
     if (broken === undefined) return;
     // csv-parse skips a row it cannot read, but not always cleanly: a stray quote can leave a quote
     // open, so it reads on over the line ends to a later quote and reports the problem there, and a
@@ -81,6 +94,7 @@ export async function* csvRows(path: string, csv: CsvOptions, projection: Projec
     // line: every line of the file ends up in the book or in the rejects.
     const found = await brokenRow(path, csv, projection, broken);
     if (!found) return;
+    if (found.ranTo !== undefined && found.ranTo > found.row.line) inside = { from: found.row.line, through: found.ranTo };
     yield found.row;
     if (found.next === undefined) return;
     start = { ...found.next, header: false };
@@ -179,20 +193,21 @@ function projected(record: string[], { columns, positions, keyOf }: Projection, 
  * is known and its account's children are rejected with it. `next`: where reading goes on, the line
  * after that first line, whatever line csv-parse found the problem on.
  */
-async function brokenRow(path: string, csv: CsvOptions, projection: Projection, broken: Broken): Promise<{ row: Row; next?: { line: number; byte: number } } | undefined> {
+async function brokenRow(path: string, csv: CsvOptions, projection: Projection, broken: Broken): Promise<{ row: Row; ranTo?: number; next?: { line: number; byte: number } } | undefined> {
   const first = await firstLine(path, csv, broken);
   if (!first) return undefined;
   const resume = `reading goes on at line ${first.line + 1}`;
   let detail: string;
+  let problemAt: number | undefined;
   if (broken.unclosed) detail = `a quote opened on line ${first.line} is never closed; ${resume}`;
   else {
-    const problemAt = first.line + await linesToProblem(path, csv, first.byte);
+    problemAt = first.line + await linesToProblem(path, csv, first.byte);
     const { what, fix } = broken.problem;
     detail = problemAt === first.line ? [what, fix].filter(Boolean).join(': ')
       : `${what} found on line ${problemAt}, in a row starting on line ${first.line} (a quote left open ran it on): ${fix ? `${fix}; ` : ''}${resume}`;
   }
   const row = { ...projected(lenientFields(first.text, csv), projection, first.line, singleByte(csv)), fault: { column: '', reason: 'malformed_row' as const, detail } };
-  return first.next === undefined ? { row } : { row, next: { line: first.line, byte: first.next } };
+  return first.next === undefined ? { row, ranTo: problemAt } : { row, ranTo: problemAt, next: { line: first.line, byte: first.next } };
 }
 
 /** The first line from the broken row's start that is not blank as the parser sees blank: its line, text, first byte and the byte after its LF. */
