@@ -69,6 +69,8 @@ export async function rotateSecret({ db, clock }: EndpointsDeps, caller: Caller,
   // The old secret's end, on the clock each delivery's signing time is read from (webhook-delivery.ts).
   const until = new Date(clock.nowMs() + ROTATION_OVERLAP_HOURS * 3_600_000);
   const row = await repo.rotateSecret(db, id, webhooks.generateSecret(), until);
+  // Deleted between the look and the update (a DELETE racing the rotation): as unknown as after it.
+  if (!row) throw notFound(id);
   return { ...toEndpoint(row), secret: row.secret, previous_secret_expires_at: utcSeconds(row.previous_secret_expires_at!) };
 }
 

@@ -44,12 +44,13 @@ export async function updateEndpoint(db: Db, id: string, changes: EndpointChange
  * A new secret; the one it replaces signs beside it until `previousUntil` (the stored expiry is
  * compared with each delivery's time). A second rotation within the overlap drops the oldest secret.
  */
-export function rotateSecret(db: Db, id: string, secret: string, previousUntil: Date): Promise<EndpointRow> {
+/** The endpoint with its new secret; undefined when it is gone (deleted since it was read). */
+export function rotateSecret(db: Db, id: string, secret: string, previousUntil: Date): Promise<EndpointRow | undefined> {
   return db.updateTable('webhook_endpoints').set((eb) => ({
     previous_secret: eb.ref('secret'),
     previous_secret_expires_at: previousUntil,
     secret,
-  })).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  })).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
 export async function disableEndpoint(db: Db, id: string, reason: string): Promise<void> {
