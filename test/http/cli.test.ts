@@ -19,7 +19,6 @@ import { loadConfig } from '../../src/config.ts';
 import { unique } from '../support/test-app.ts';
 import { seededDataDir } from '../support/pglite-template.ts';
 import { startServer } from '../support/server-process.ts';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 // The operator CLI (D2), spawned as operators run it (node bin/import-admin.js …), on the store of
 // this pass: a temporary embedded DATA_DIR, or the PostgreSQL of DATABASE_URL. With --json every
@@ -266,13 +265,15 @@ describe('import-admin and the embedded store lock', () => {
     const dir = await seededDataDir('server-waits-');
     after(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'server.pid'), `${JSON.stringify({ pid: process.pid, role: 'import-admin', since: new Date().toISOString() })}\n`);
-    const starting = startServer({ DATA_DIR: dir });
-    await sleep(1_500);
-    // The command is done: its file goes, and the server that waited starts.
-    rmSync(join(dir, 'server.pid'));
-    const server = await starting;
+    // Once the server says it waits, the command is done: its file goes, and the server that waited starts.
+    let waited = false;
+    const server = await startServer({ DATA_DIR: dir }, 30_000, (line) => {
+      if (waited || !line.includes('waiting for an import-admin command to finish with the embedded store')) return;
+      waited = true;
+      setTimeout(() => rmSync(join(dir, 'server.pid')), 500);
+    });
     try {
-      assert.ok(server.logs.some((line) => line.includes('waiting for an import-admin command to finish with the embedded store')), server.logs.join('\n'));
+      assert.ok(waited, server.logs.join('\n'));
       assert.equal((await fetch(`${server.url}/readyz`)).status, 200);
     } finally {
       await server.stop();

@@ -18,7 +18,7 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export async function startServer(env: Record<string, string>, startTimeoutMs = 30_000): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string>, startTimeoutMs = 30_000, onLog?: (line: string) => void): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DEMO_SEED: 'false', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', ...env },
@@ -32,6 +32,7 @@ export async function startServer(env: Record<string, string>, startTimeoutMs = 
     const fail = (error: Error) => { clearTimeout(timer); child.kill('SIGKILL'); reject(error); };
     const onLine = (line: string) => {
       logs.push(line);
+      onLog?.(line);
       const match = /listening at http:\/\/[^\s"]*:(\d+)/i.exec(line);
       if (match) { clearTimeout(timer); resolve(Number(match[1])); }
     };
