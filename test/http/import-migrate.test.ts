@@ -281,6 +281,11 @@ describe('import-migrate run', () => {
     assert.deepEqual(await migrateCli('run', path, '--resume', id), { status: 1, stdout: '', stderr: `import-migrate: line 2 of ${path} is JSON `
       + `where job ${id} has a line that is not: it is not the file the job was uploaded from (or lines were added or removed before that one); `
       + 'nothing was uploaded: resume with the file as it was uploaded, or send this one in a new job\n' });
+    // The same for a line that was JSON but not an object.
+    const array = await jobHolding([records[0]!, '[1, 2]'].join('\n'));
+    assert.equal((await migrateCli('run', path, '--resume', array.id)).stderr, `import-migrate: line 2 of ${path} is a JSON object `
+      + `where job ${array.id} has a line that is not: it is not the file the job was uploaded from (or lines were added or removed before that one); `
+      + 'nothing was uploaded: resume with the file as it was uploaded, or send this one in a new job\n');
   });
 
   test('--resume with a file that is not the one uploaded (a line removed before the job\'s last) is refused (exit 1), nothing sent', async () => {

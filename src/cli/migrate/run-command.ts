@@ -110,13 +110,14 @@ async function notTheUploadedFile(session: ApiSession, job: Job, file: string): 
   const text = await lineAt(file, held);
   if (text === null) return `${file} has fewer than the ${number(held)} records job ${job.id} holds: it is not the file the job was uploaded from`;
   const wrongFile = 'it is not the file the job was uploaded from (or lines were added or removed before that one)';
-  // A line the service could not read keeps no account number. When it was not JSON, the file's
-  // line of that number must not be JSON either: one that is, is another line (the bad line deleted
-  // from the file, the usual fix), and skipping past it would never send it. For the other reasons
-  // (too long, not UTF-8, a key the service refuses) there is nothing the client can compare.
+  // A line the service could not read keeps no account number. When it was not JSON, or not a JSON
+  // object, the file's line of that number must not be one either: one that is, is another line (the
+  // bad line deleted from the file, the usual fix), and skipping past it would never send it. For
+  // the other reasons (too long, not UTF-8, a key the service refuses) the client has nothing to compare.
   if (last.external_account_number === null && last.step === 'parse') {
-    if (last.errors[0]?.detail !== NOT_JSON || !isJson(text)) return null;
-    return `line ${number(held)} of ${file} is JSON where job ${job.id} has a line that is not: ${wrongFile}`;
+    const unlike = UNREADABLE.get(last.errors[0]?.detail ?? '');
+    if (!unlike?.test(text)) return null;
+    return `line ${number(held)} of ${file} is ${unlike.what} where job ${job.id} has a line that is not: ${wrongFile}`;
   }
   const mine = accountNumberOf(text);
   if (mine === last.external_account_number) return null;
@@ -124,17 +125,23 @@ async function notTheUploadedFile(session: ApiSession, job: Job, file: string): 
   return `line ${number(held)} of ${file} has ${name(mine)} where job ${job.id} has ${name(last.external_account_number)}: ${wrongFile}`;
 }
 
-/** The service's words for a line that is not JSON at all. */
-const NOT_JSON = 'The line is not valid JSON.';
-
-function isJson(text: string): boolean {
+/** A JSON text's value, or undefined when the text is not JSON. */
+function jsonOf(text: string): { value: unknown } | undefined {
   try {
-    JSON.parse(text);
-    return true;
+    return { value: JSON.parse(text) as unknown };
   } catch {
-    return false;
+    return undefined;
   }
 }
+
+/** The service's words for a line it could not read, and how a line of the file shows it is not such a line. */
+const UNREADABLE = new Map<string, { what: string; test: (text: string) => boolean }>([
+  ['The line is not valid JSON.', { what: 'JSON', test: (text) => jsonOf(text) !== undefined }],
+  ['The line is not a JSON object.', {
+    what: 'a JSON object',
+    test: (text) => { const json = jsonOf(text); return typeof json?.value === 'object' && json.value !== null && !Array.isArray(json.value); },
+  }],
+]);
 
 /** A line's account.external_account_number as the service stores it: a string of at most 100 characters, else none. */
 function accountNumberOf(text: string): string | null {
