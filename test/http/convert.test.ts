@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -538,17 +538,21 @@ files:
     const folder = exportOf('out-is-input', { transactions: `${TRANSACTIONS}A1,T1,01/03/2024,1.00\n` }, mappingText);
     writeFileSync(join(folder, 'old.rejects.csv'), CUSTOMERS);
     symlinkSync(join(folder, 'accounts.csv'), join(folder, 'link.csv'));
+    linkSync(join(folder, 'accounts.csv'), join(folder, 'hard.csv'));
     const mapping = join(folder, 'mapping.yaml');
-    const [input, dotted, linked, rejectsFile, mappingFile] = await Promise.all([
+    const [input, dotted, linked, rejectsFile, mappingFile, hard] = await Promise.all([
       cli('--mapping', mapping, '--out', join(folder, 'transactions.csv')), cli('--mapping', mapping, '--out', `${folder}/./accounts.csv`),
       cli('--mapping', mapping, '--out', join(folder, 'link.csv')), cli('--mapping', mapping, '--out', join(folder, 'old')), cli('--mapping', mapping, '--out', mapping),
+      cli('--mapping', mapping, '--out', join(folder, 'hard.csv')),
     ]);
-    assert.deepEqual([input, dotted, linked, rejectsFile, mappingFile].map((r) => [r.status, r.stdout]), Array(5).fill([2, '']));
+    assert.deepEqual([input, dotted, linked, rejectsFile, mappingFile, hard].map((r) => [r.status, r.stdout]), Array(6).fill([2, '']));
     const overwritten = 'it would be overwritten before it is read; write the book elsewhere; usage: import-migrate convert --mapping MAPPING.yaml --out BOOK.ndjson[.gz]; '
       + 'import-migrate convert --init ACCOUNTS.csv [CHILD.csv …]\n';
     assert.equal(input.stderr, `import-migrate: --out ${join(folder, 'transactions.csv')} is the transactions file transactions.csv: ${overwritten}`);
     assert.equal(dotted.stderr, `import-migrate: --out ${folder}/./accounts.csv is the accounts file accounts.csv: ${overwritten}`);
     assert.equal(linked.stderr, `import-migrate: --out ${join(folder, 'link.csv')} is the accounts file accounts.csv: ${overwritten}`);
+    // A hard link is the same file under another path.
+    assert.equal(hard.stderr, `import-migrate: --out ${join(folder, 'hard.csv')} is the accounts file accounts.csv: ${overwritten}`);
     assert.equal(rejectsFile.stderr,
       `import-migrate: --out ${join(folder, 'old')} writes its rejects to ${join(folder, 'old.rejects.csv')}, which is the customers file old.rejects.csv: ${overwritten}`);
     assert.equal(mappingFile.stderr, `import-migrate: --out ${mapping} is the mapping file: ${overwritten}`);
@@ -650,6 +654,10 @@ files:
     const mac = exportOf('cr-only', { customers: 'ACC,GIVEN,FAMILY\rA1,Bob,Smith\rA2,Ann,Jones\r' });
     await assert.rejects(mappingAt(join(mac, 'mapping.yaml')),
       /mapping\.yaml:12: the data file .*customers\.csv has lines that end in CR alone \(an old Mac export\): convert its line ends to LF or CRLF$/);
+    // A header that cannot be read as CSV: said so, not skipped (its next line was taken for the header, then read again as a row).
+    const header = exportOf('broken-header', { customers: 'ACC,"GIVEN" x,FAMILY\nA1,Bob,Smith\n' });
+    await assert.rejects(mappingAt(join(header, 'mapping.yaml')),
+      /mapping\.yaml:12: the data file .*customers\.csv has a header line that cannot be read as CSV: text after the quote that closes a field \(field 2\): double a quote inside a quoted field \(""\)$/);
     // A UTF-8 file (its byte order mark says so) declared Windows-1252 would be read as mojibake: refused.
     const bom = exportOf('bom-as-cp1252', { customers: '\uFEFFACC,GIVEN,FAMILY\nA1,Zo\u00eb,M\u00fcller\n' }, MAPPING.replace('key: ACC\n', 'key: ACC\ncsv: {encoding: windows-1252}\n'));
     await assert.rejects(mappingAt(join(bom, 'mapping.yaml')), /mapping\.yaml:\d+: the data file .*customers\.csv starts with a UTF-8 byte order mark, so it is UTF-8, but the mapping gives encoding: windows-1252: leave encoding out \(UTF-8 is the default\)$/);

@@ -150,7 +150,7 @@ const BY_LINE = sql.raw([...MEASURE_NAMES.map((m) => `max(f_${m}) AS f_${m}`),
 const measuredRecords = (jobId: string, supplierId: number, lines?: { from: number; to: number }) => sql`(
   WITH r AS MATERIALIZED (
     SELECT r.line, r.external_account_number, a.id AS account_id, r.outcome = 'failed' AS failed,
-      r.outcome <> 'failed' AND r.warnings <> '[]'::jsonb AS drifted, r.outcome = 'skipped' AS skipped, 1 AS f_accounts, r.file_customers AS f_customers,
+      r.warnings <> '[]'::jsonb AS drifted, r.outcome = 'skipped' AS skipped, 1 AS f_accounts, r.file_customers AS f_customers,
       r.file_supply_points AS f_supply_points, r.file_meters AS f_meters, r.file_statements AS f_statements,
       r.file_transactions AS f_transactions, r.file_notes AS f_notes, r.file_payment_instructions AS f_payment_instructions,
       r.file_balance_total AS f_balance_total, r.file_statements_gross_total AS f_statements_gross_total,

@@ -1,4 +1,4 @@
-import { access, constants, readFile, realpath } from 'node:fs/promises';
+import { access, constants, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { convert, rejectsFileOf } from './convert.ts';
 import { initMapping } from './init-mapping.ts';
@@ -66,13 +66,32 @@ export async function convertCommand(flags: ConvertFlags, args: string[], io: Co
  * as real paths, so a relative path, `./` or a symbolic link to an input is caught too.
  */
 async function overwrittenInput(out: string, mappingPath: string, mapping: Mapping): Promise<string | undefined> {
-  const inputs = new Map<string, string>([[await realPath(mappingPath), 'the mapping file']]);
-  for (const file of mapping.files) inputs.set(await realPath(file.path), `the ${file.kind} file ${file.name}`);
-  const book = inputs.get(await realPath(out));
+  // Each input by its real path and by its file identity (device and inode: a hard link, or another
+  // spelling on a case-insensitive file system, is the same file under another path).
+  const inputs = new Map<string, string>();
+  const add = async (path: string, what: string) => {
+    inputs.set(await realPath(path), what);
+    const id = await identity(path);
+    if (id) inputs.set(id, what);
+  };
+  await add(mappingPath, 'the mapping file');
+  for (const file of mapping.files) await add(file.path, `the ${file.kind} file ${file.name}`);
+  const find = async (path: string) => inputs.get(await realPath(path)) ?? inputs.get((await identity(path)) ?? '');
+  const book = await find(out);
   if (book) return `--out ${out} is ${book}: it would be overwritten before it is read; write the book elsewhere`;
-  const rejects = inputs.get(await realPath(rejectsFileOf(out)));
+  const rejects = await find(rejectsFileOf(out));
   if (rejects) return `--out ${out} writes its rejects to ${rejectsFileOf(out)}, which is ${rejects}: it would be overwritten before it is read; write the book elsewhere`;
   return undefined;
+}
+
+/** The file's device and inode, or undefined for a file not there. */
+async function identity(path: string): Promise<string | undefined> {
+  try {
+    const { dev, ino } = await stat(path);
+    return `inode ${dev}:${ino}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The file's real path; for a file not there yet, its real folder's and its name (or the path as given, in a folder not there either). */

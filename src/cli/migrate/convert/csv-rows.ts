@@ -52,15 +52,23 @@ export async function readHeader(path: string, csv: CsvOptions): Promise<string[
     throw new UnreadableFile(path, `starts with a UTF-8 byte order mark, so it is UTF-8, but the mapping gives encoding: ${csv.encoding}: `
       + 'leave encoding out (UTF-8 is the default)');
   }
-  const parser = createReadStream(path, { start: bom }).pipe(parse({ ...parserOptions(csv), to: 1 }));
-  for await (const record of parser) {
-    // Lines end in LF or CRLF; a file whose lines end in CR alone (an old Mac export) reads as one
-    // line, its header running on into its rows: said as such rather than as columns not found.
-    if ((record as string[]).some((name) => /\r(?!$)/.test(name))) {
-      parser.destroy();
-      throw new UnreadableFile(path, 'has lines that end in CR alone (an old Mac export): convert its line ends to LF or CRLF');
+  // A header that cannot be read is the file's fault, said so: skipped as a broken row would be, the
+  // next line would be taken for the header, and read again as a row.
+  const parser = createReadStream(path, { start: bom }).pipe(parse({ ...parserOptions(csv), skip_records_with_error: false, to: 1 }));
+  try {
+    for await (const record of parser) {
+      // Lines end in LF or CRLF; a file whose lines end in CR alone (an old Mac export) reads as one
+      // line, its header running on into its rows: said as such rather than as columns not found.
+      if ((record as string[]).some((name) => /\r(?!$)/.test(name))) {
+        parser.destroy();
+        throw new UnreadableFile(path, 'has lines that end in CR alone (an old Mac export): convert its line ends to LF or CRLF');
+      }
+      return (record as string[]).map((name) => name.trim());
     }
-    return (record as string[]).map((name) => name.trim());
+  } catch (error) {
+    if (error instanceof UnreadableFile || !isCsvError(error)) throw error;
+    const { what, fix } = readError(error);
+    throw new UnreadableFile(path, `has a header line that cannot be read as CSV: ${what}${fix ? `: ${fix}` : ''}`);
   }
   throw new UnreadableFile(path);
 }
@@ -281,6 +289,12 @@ const STRAY_QUOTES: Record<string, string> = {
   CSV_INVALID_OPENING_QUOTE: 'a quote inside a field that does not start with one',
   CSV_INVALID_CLOSING_QUOTE: 'text after the quote that closes a field',
 };
+/** csv-parse's own failures: a CsvError carries a CSV_ code (one, INVALID_OPENING_QUOTE, without its prefix). */
+function isCsvError(error: unknown): error is CsvError {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('CSV_') || code in STRAY_QUOTES);
+}
+
 function readError(error: CsvError & { column?: number }): Problem {
   const words = STRAY_QUOTES[error.code];
   return words ? { what: `${words} (field ${(error.column ?? 0) + 1})`, fix: 'double a quote inside a quoted field ("")' } : { what: error.message };
