@@ -157,7 +157,12 @@ class App extends Component {
       const records = (await Promise.all(jobs.map(search))).flat();
       const [status, attempts] = await Promise.all([
         get(`account-transfer-status/${seg(supplier)}/${seg(ext)}/`), get(`stats/${seg(supplier)}/attempts/${seg(ext)}/`),
-      ]).catch((error) => { if (error.status === 404) return [null, null]; throw error; });
+      ]).catch((error) => {
+        // Never staged (404); or a number the service refuses as an account number (400), which a
+        // job's record may still hold: then that record is what there is to show.
+        if (error.status === 404 || (error.status === 400 && records.length > 0)) return [null, null];
+        throw error;
+      });
       this.setState({ account: { ext, status, attempts: attempts?.attempts ?? [], records } });
     } catch (error) {
       if (error instanceof SignedOut) return this.fail(error);

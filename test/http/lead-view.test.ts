@@ -136,6 +136,30 @@ describe('the lead\'s view', () => {
     }
   });
 
+  test('search for an account number the service refuses as one (a job rejected it for that): its record is shown, not the refusal', async () => {
+    const tenant = await createTenant(t);
+    const ext = 'BAD/1';
+    const id = await newJob(tenant);
+    const up = await t.app.inject({ method: 'POST', url: `${BASE}${id}/records/`, payload: JSON.stringify({ account: { ...accountPayload(tenant.supplier), external_account_number: ext } }),
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/x-ndjson' } });
+    assert.equal(up.statusCode, 200, up.body);
+    assert.equal((await call(t.app, 'POST', `${BASE}${id}/start/`, { token: tenant.token })).status, 200);
+    await waitUntil(async () => (await call(t.app, 'GET', `${BASE}${id}/`, { token: tenant.token })).json.state === 'completed', `job ${id} completed`, 60_000);
+    const page = await browser.context.newPage();
+    try {
+      await page.goto(`${base}/dashboard/`);
+      await signInWith(page, tenant.apiKey);
+      await page.getByTestId('search').fill(ext);
+      await page.getByRole('button', { name: 'Find' }).click();
+      // The import status refuses the number (400 invalid): the job's record of it is what there is to show.
+      await page.getByTestId('account-not-staged').waitFor();
+      const row = page.getByTestId('account').getByTestId('record');
+      assert.match((await row.innerText()).replace(/\s+/g, ' '), new RegExp(`^${id.slice(0, 8)} 1 BAD/1 failed account invalid at account\\.external_account_number`));
+    } finally {
+      await page.close();
+    }
+  });
+
   test('the report page carries the dashboard\'s headers and asks a visitor without a session to sign in', async () => {
     const tenant = await createTenant(t);
     const id = await newJob(tenant);
