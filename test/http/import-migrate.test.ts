@@ -752,6 +752,9 @@ describe('import-migrate exit 2', () => {
     [['run', 'x.ndjson', '--supplier', 'S', '--team', 'T', '--max-rate', '0'], `--max-rate must be a whole number of records a minute from 1 to 1000000; ${usage}`],
     [['run', 'x.ndjson', '--resume', 'J', '--max-rate', '10'], `--resume takes no --max-rate: the job has them; ${usage}`],
     [['pause'], 'missing JOB; usage: import-migrate pause JOB'],
+    [['reconcile', 'J', '--csv', join(dir, 'no-such-folder', 'x.csv')],
+      `--csv ${join(dir, 'no-such-folder', 'x.csv')} cannot be written: no such file; usage: import-migrate reconcile JOB [--csv FILE]`],
+    [['reconcile', 'J', '--csv', dir], `--csv ${dir} is a directory, not a file; usage: import-migrate reconcile JOB [--csv FILE]`],
   ] as Array<[string[], string]>) {
     test(`usage error: ${args.join(' ') || '(nothing)'}`, async () => {
       assert.deepEqual(await inProcess([...args, '--url', server.url]), { status: 2, stdout: '', stderr: `import-migrate: ${reason}\n` });

@@ -1,4 +1,6 @@
-import { open, readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, open, readFile, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ApiError, ApiSession, isUnavailable, UnreachableError } from './api-session.ts';
 import type { CommandContext, CommandResult, Flags } from './command-context.ts';
@@ -99,6 +101,7 @@ export async function runImportMigrate(argv: string[], io: MigrateIo): Promise<n
     if (!apiKey) throw new UsageError('give --api-key KEY or set IMPORT_API_KEY');
     if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new UsageError(`--url must be an http(s) URL, got "${baseUrl}"`);
     if (name === 'run') await checkFile(positionals[1]!);
+    if (name === 'reconcile' && typeof flags.csv === 'string') await checkWritable(flags.csv);
     if (flags['control-totals'] !== undefined) totals = await controlTotals(flags['control-totals'] as string);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
@@ -170,6 +173,14 @@ async function checkFile(file: string): Promise<void> {
   if (!info.isFile()) throw new UsageError(`${file} is not a regular file (the upload reads it more than once)`);
   const handle = await open(file, 'r').catch((error: unknown) => { throw new UsageError(`cannot read ${file}: ${FileReadError.reason(error)}`); });
   await handle.close();
+}
+
+/** FILE can be written: a file (or none yet) in a folder that is there and writable. Checked before the service is asked. */
+async function checkWritable(file: string): Promise<void> {
+  const info = await stat(file).catch(() => undefined);
+  if (info?.isDirectory()) throw new UsageError(`--csv ${file} is a directory, not a file`);
+  await access(info ? file : dirname(file), constants.W_OK)
+    .catch((error: unknown) => { throw new UsageError(`--csv ${file} cannot be written: ${FileReadError.reason(error)}`); });
 }
 
 /**
