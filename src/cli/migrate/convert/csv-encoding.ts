@@ -1,7 +1,13 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { open } from 'node:fs/promises';
 import { isUtf8 } from 'node:buffer';
-import type { CsvOptions, RowFault } from './csv-rows.ts';
+import type { RejectReason } from './transforms.ts';
+
+/** How a legacy CSV file is written: its delimiter, quote and encoding. */
+export interface CsvOptions { delimiter?: string; quote?: string; encoding?: 'utf8' | 'latin1' | 'windows-1252' }
+
+/** Why a row cannot be used, found while reading it. */
+export interface RowFault { column: string; reason: RejectReason; detail: string }
 
 // A legacy file's encoding as the CSV reader meets it: UTF-8 (checked on the way, whole chunks at a
 // time), Latin-1 or Windows-1252 (read byte for character), and the faults of a row whose bytes are

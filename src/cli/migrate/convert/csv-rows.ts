@@ -1,20 +1,14 @@
 import { createReadStream } from 'node:fs';
 import { parse, type CsvError, type Options } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
-import { bomLength, byteEncoding, C1, encodingFault, singleByte, Utf8Watch, type SingleByte } from './csv-encoding.ts';
+import { bomLength, byteEncoding, C1, encodingFault, singleByte, Utf8Watch, type CsvOptions, type RowFault, type SingleByte } from './csv-encoding.ts';
 import { LineCount } from './line-count.ts';
-import type { RejectReason } from './transforms.ts';
 
 // Reading a legacy CSV file with csv-parse: the header, then each row projected on the columns the
 // mapping uses. A row that cannot be read (a field count other than the header's, bytes that are
 // not in the file's encoding, a stray quote, a quote never closed) comes out with its problem and its
 // account number, so its account takes its children with it. One broken line never stops a
 // conversion, and never takes the rows after it.
-
-export interface CsvOptions { delimiter?: string; quote?: string; encoding?: 'utf8' | 'latin1' | 'windows-1252' }
-
-/** Why a row cannot be used, found while reading it. */
-export interface RowFault { column: string; reason: RejectReason; detail: string }
 
 /**
  * A row of a file: its line in the file (the header is line 1; lines end in LF or CRLF; a row spanning

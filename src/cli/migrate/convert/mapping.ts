@@ -1,7 +1,8 @@
 import { access } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
-import { UnreadableFile, readHeader, type CsvOptions } from './csv-rows.ts';
+import type { CsvOptions } from './csv-encoding.ts';
+import { UnreadableFile, readHeader } from './csv-rows.ts';
 import { FILE_KINDS, POINT_CHILDREN, TARGETS, type FileKind, type Target } from './targets.ts';
 import { compileTransform, RowProblem, type Transform, type Value } from './transforms.ts';
 
