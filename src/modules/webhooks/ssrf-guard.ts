@@ -18,6 +18,7 @@ const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['172.16.0.0', 12, 'ipv4', 'private'],
   ['192.0.0.0', 24, 'ipv4', 'reserved'],
   ['192.0.2.0', 24, 'ipv4', 'documentation'],
+  ['192.88.99.0', 24, 'ipv4', 'reserved'],
   ['192.168.0.0', 16, 'ipv4', 'private'],
   ['198.18.0.0', 15, 'ipv4', 'benchmarking'],
   ['198.51.100.0', 24, 'ipv4', 'documentation'],
@@ -29,10 +30,15 @@ const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['100::', 64, 'ipv6', 'discard-only'],
   ['2001::', 23, 'ipv6', 'reserved'],
   ['2001:db8::', 32, 'ipv6', 'documentation'],
+  ['3fff::', 20, 'ipv6', 'documentation'],
+  // Segment Routing over IPv6 identifiers (RFC 9602): never a host's address on the internet.
+  ['5f00::', 16, 'ipv6', 'reserved'],
   // Local-use NAT64 (RFC 8215): a site's own translator, which may map any IPv4 address, internal ones included.
   ['64:ff9b:1::', 48, 'ipv6', 'local-use NAT64'],
   ['fc00::', 7, 'ipv6', 'private'],
   ['fe80::', 10, 'ipv6', 'link-local'],
+  // Site-local (deprecated, but still routed inside some networks as their own addresses).
+  ['fec0::', 10, 'ipv6', 'site-local'],
   ['ff00::', 8, 'ipv6', 'multicast'],
 ];
 for (const [network, prefix, type] of RANGES) BLOCKED.addSubnet(network, prefix, type);
