@@ -761,15 +761,20 @@ describe('import-migrate exit 2', () => {
     });
   }
 
-  test('run FILE that is a directory, a device or missing: exit 2 naming it, before the service is asked', async () => {
+  test('run FILE that is a directory, a device, missing, blank or a broken gzip: exit 2 naming it, before the service is asked (no empty job left behind)', async () => {
     const asked: string[] = [];
     const url = await answering(500, 'text/html', '<html>boom</html>', asked);
     const folder = join(dir, 'a-folder');
     mkdirSync(folder, { recursive: true });
+    const [blank, notGzip] = [join(dir, 'blank.ndjson'), join(dir, 'not-gzip.ndjson.gz')];
+    writeFileSync(blank, '\n  \r\n\n');
+    writeFileSync(notGzip, '{"account": {}}\n');
     for (const [path, reason] of [
       [folder, `${folder} is a directory, not a file`],
       ['/dev/null', '/dev/null is not a regular file (the upload reads it more than once)'],
       [join(dir, 'nowhere.ndjson'), `cannot read ${join(dir, 'nowhere.ndjson')}: no such file`],
+      [blank, `${blank} holds no record: every line of it is blank`],
+      [notGzip, `cannot read ${notGzip}: Z_DATA_ERROR`],
     ] as Array<[string, string]>) {
       assert.deepEqual(await inProcess(['run', path, '--supplier', tenant.supplier, '--team', tenant.team, '--url', url]),
         { status: 2, stdout: '', stderr: `import-migrate: ${reason}; ${usage}\n` });

@@ -9,7 +9,7 @@ import { cancelCommand, jobsCommand, pauseCommand, resultsCommand, resumeCommand
 import { plainProgress, terminalProgress } from './progress.ts';
 import { reconcileCommand } from './reconcile-command.ts';
 import { maxRate, runFile, watchCommand } from './run-command.ts';
-import { FileReadError } from './upload.ts';
+import { FileReadError, holdsRecord } from './upload.ts';
 
 // import-migrate (D12): the supplier's migration client. It talks to the service over HTTP only.
 // Exit status: 0 every record succeeded or was skipped (or the command did what it said); 1 a record
@@ -173,6 +173,9 @@ async function checkFile(file: string): Promise<void> {
   if (!info.isFile()) throw new UsageError(`${file} is not a regular file (the upload reads it more than once)`);
   const handle = await open(file, 'r').catch((error: unknown) => { throw new UsageError(`cannot read ${file}: ${FileReadError.reason(error)}`); });
   await handle.close();
+  // Said before a job is made for it: an empty file, or a gzip that is not one, left an empty open job behind.
+  const holds = await holdsRecord(file).catch((error: unknown) => { throw new UsageError((error as Error).message); });
+  if (!holds) throw new UsageError(`${file} holds no record: every line of it is blank`);
 }
 
 /** FILE can be written: a file (or none yet) in a folder that is there and writable. Checked before the service is asked. */

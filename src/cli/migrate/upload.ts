@@ -80,6 +80,14 @@ export async function countLines(file: string): Promise<number> {
   return content ? count + 1 : count;
 }
 
+/** Whether FILE holds a record (a line that is not blank), read no further than its first. A read error is a FileReadError. */
+export async function holdsRecord(file: string): Promise<boolean> {
+  for await (const chunk of fileBytes(file, () => {})) {
+    if (chunk.some(isContent)) return true;
+  }
+  return false;
+}
+
 /**
  * The `line`th non-blank line of FILE (numbered from 1, as the service numbers a job's lines); null
  * when FILE has fewer. Reads no further than that line.
