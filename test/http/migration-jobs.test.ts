@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import * as admin from '../../src/modules/admin/index.ts';
 import { DISPATCH_QUEUE } from '../../src/modules/migration-jobs/index.ts';
-import { plantConflictAt } from '../support/accounts.ts';
+import { plantConflictAt, plantTrigger } from '../support/accounts.ts';
 import { startFakeVendor } from '../support/fake-vendor.ts';
 import { STAGE_URL, twoLooks, waitUntil } from '../support/imports.ts';
 import { countedRecords, runJobToEnd } from '../support/jobs.ts';
@@ -546,10 +546,8 @@ describe('running a job', () => {
     // time. A trigger plays another writer: the record's stage stores another locality, as a stage
     // by another request landing between the record's two steps would leave it.
     assert.equal((await call(t.app, 'POST', STAGE_URL, { token: tenant.token, body: account })).status, 201);
-    const name = unique('other_writer').replace(/\W/g, '_');
-    await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-      NEW.data = jsonb_set(NEW.data, '{billing_address,locality}', '"Bath"'); RETURN NEW; END $$`).execute(db);
-    await sql.raw(`CREATE TRIGGER ${name} BEFORE UPDATE ON account_imports FOR EACH ROW WHEN (NEW.external_account_number = '${ext}') EXECUTE FUNCTION ${name}()`).execute(db);
+    const otherWriter = await plantTrigger(db, { table: 'account_imports', event: 'UPDATE', when: `NEW.external_account_number = '${ext}'` },
+      () => `NEW.data = jsonb_set(NEW.data, '{billing_address,locality}', '"Bath"'); RETURN NEW;`);
     try {
       const job = await newJob(tenant);
       await upload(tenant, job.id, [{ account }]);
@@ -560,8 +558,7 @@ describe('running a job', () => {
         ['failed', 'account', null, [['account_staged_data_changed', 'account']]]);
       assert.deepEqual(await db.selectFrom('accounts').select('number').where('external_account_number', '=', ext).execute(), [], 'nothing created');
     } finally {
-      await sql.raw(`DROP TRIGGER ${name} ON account_imports`).execute(db);
-      await sql.raw(`DROP FUNCTION ${name}()`).execute(db);
+      await otherWriter.remove();
     }
   });
 

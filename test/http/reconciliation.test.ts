@@ -283,16 +283,21 @@ describe('GET migration-jobs/<id>/reconciliation/', () => {
     // The book again, with A's billing locality changed in the legacy system since: the store keeps
     // the account as it was. And C, staged and marked to skip by the team.
     const changed = record({ ...a, billing_address: { ...a.billing_address, locality: 'Bath' } });
+    // B changed too, and its charge sent again with a note the store's lacks: warned, then failed at transactions.
+    const changedB = record({ ...b, billing_address: { ...b.billing_address, locality: 'Bath' } });
+    Object.assign(changedB.transactions[0]!, { note: 'Re-read on site.' });
     const c = accountPayload(tenant.supplier);
     await call(t.app, 'POST', '/v1/data-import/account-import-process/create-or-update/', { token: tenant.token, body: c });
     await admin.skipAccount(db, tenant.supplier, c.external_account_number);
     const id = await newJob(tenant);
-    await upload(tenant, id, [changed, record(b), { account: c }].map((r) => JSON.stringify(r)).join('\n'));
+    await upload(tenant, id, [changed, changedB, { account: c }].map((r) => JSON.stringify(r)).join('\n'));
     await runJob(tenant, id);
     const res = await report(tenant, id);
-    assert.deepEqual([res.json.verdict, res.json.exceptions], ['differs', 2]);
+    assert.deepEqual([res.json.verdict, res.json.exceptions], ['differs', 4]);
     assert.deepEqual(await exceptionLines(tenant, id), [
       { line: 1, external_account_number: a.external_account_number, measure: 'account_differs', file: null, migrated: null },
+      { line: 2, external_account_number: b.external_account_number, measure: 'failed', file: null, migrated: null },
+      { line: 2, external_account_number: b.external_account_number, measure: 'account_differs', file: null, migrated: null },
       { line: 3, external_account_number: c.external_account_number, measure: 'skipped', file: null, migrated: null },
     ]);
   });

@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.ts';
 import { EVENT_TYPES } from '../../src/modules/events/index.ts';
 import { createDeliveryAgents, deliverOnce } from '../../src/modules/webhooks/index.ts';
 import { insertPing } from '../../src/modules/events/index.ts';
+import { plantTrigger } from '../support/accounts.ts';
 import { waitUntil } from '../support/imports.ts';
 import { buildTestApp, call, createTenant, type Tenant } from '../support/test-app.ts';
 import { startReceiver, type Received } from '../support/webhook-receiver.ts';
@@ -169,15 +170,12 @@ describe('an endpoint deleted while its secret is rotated', () => {
     const { id } = await endpointFor(tenant, PUBLIC_URL);
     // The row goes between the rotation's look and its update: a trigger skips the update, as the
     // row deleted by a racing DELETE does (a probe's ten rotations beside one delete got 500s).
-    const name = `gone_${id}`.replace(/\W/g, '_');
-    await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`).execute(db);
-    await sql.raw(`CREATE TRIGGER ${name} BEFORE UPDATE ON webhook_endpoints FOR EACH ROW WHEN (OLD.id = '${id}') EXECUTE FUNCTION ${name}()`).execute(db);
+    const gone = await plantTrigger(db, { table: 'webhook_endpoints', event: 'UPDATE', when: `OLD.id = '${id}'` }, () => 'RETURN NULL;');
     try {
       const rotated = await call(t.app, 'POST', `${BASE}${id}/rotate-secret/`, { token: tenant.token });
       assert.deepEqual([rotated.status, rotated.json], [404, notFound(id)]);
     } finally {
-      await sql.raw(`DROP TRIGGER ${name} ON webhook_endpoints`).execute(db);
-      await sql.raw(`DROP FUNCTION ${name}()`).execute(db);
+      await gone.remove();
     }
   });
 });

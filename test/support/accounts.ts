@@ -54,6 +54,26 @@ export type PlantedCode = '40P01' | '40001' | '57014';
 /** Where a planted conflict strikes: the rows of `table` that `when` (SQL over NEW) picks, on `event`. */
 export interface ConflictSite { table: string; event: 'INSERT' | 'UPDATE'; when: string; times?: number }
 
+/** A trigger planted by a test: `remove` takes it away. */
+export interface PlantedTrigger { remove(): Promise<void> }
+
+/**
+ * Plants a BEFORE trigger at `site` whose PL/pgSQL `body` runs for the rows `when` picks, with `name`
+ * (a sequence of the same name, made with it, is there for the body to count with): another writer,
+ * a failure, a row gone, played by the database at an exact point of the service's work.
+ */
+export async function plantTrigger(db: Kysely<Database>, site: Omit<ConflictSite, 'times'>, body: (name: string) => string): Promise<PlantedTrigger> {
+  const name = unique('planted').replace(/\W/g, '_');
+  await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
+  await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body(name)} END $$`).execute(db);
+  await sql.raw(`CREATE TRIGGER ${name} BEFORE ${site.event} ON ${site.table} FOR EACH ROW WHEN (${site.when}) EXECUTE FUNCTION ${name}()`).execute(db);
+  return {
+    async remove() {
+      for (const drop of [`DROP TRIGGER ${name} ON ${site.table}`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}`]) await sql.raw(drop).execute(db);
+    },
+  };
+}
+
 /**
  * Plants one of PostgreSQL's own errors for a transaction it rolled back because of other work,
  * deadlock_detected (40P01) by default or serialization_failure (40001), raised once (or `site.times`
@@ -61,21 +81,17 @@ export interface ConflictSite { table: string; event: 'INSERT' | 'UPDATE'; when:
  * tells whether it was raised; `remove` takes it away.
  */
 export async function plantConflictAt(db: Kysely<Database>, site: ConflictSite, code: PlantedCode = '40P01'): Promise<PlantedConflict> {
-  const name = unique('planted_conflict').replace(/\W/g, '_');
-  await sql.raw(`CREATE SEQUENCE ${name}`).execute(db);
-  await sql.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      IF (${site.when}) AND nextval('${name}') <= ${site.times ?? 1} THEN
+  let sequence = '';
+  const planted = await plantTrigger(db, site, (name) => {
+    sequence = name;
+    return `IF nextval('${name}') <= ${site.times ?? 1} THEN
         RAISE EXCEPTION 'conflict with another transaction (planted)' USING ERRCODE = '${code}';
       END IF;
-      RETURN NEW;
-    END $$`).execute(db);
-  await sql.raw(`CREATE TRIGGER ${name} BEFORE ${site.event} ON ${site.table} FOR EACH ROW EXECUTE FUNCTION ${name}()`).execute(db);
+      RETURN NEW;`;
+  });
   return {
-    fired: async () => (await sql<{ fired: boolean }>`SELECT is_called AS fired FROM ${sql.table(name)}`.execute(db)).rows[0]!.fired,
-    async remove() {
-      for (const drop of [`DROP TRIGGER ${name} ON ${site.table}`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}`]) await sql.raw(drop).execute(db);
-    },
+    fired: async () => (await sql<{ fired: boolean }>`SELECT is_called AS fired FROM ${sql.table(sequence)}`.execute(db)).rows[0]!.fired,
+    remove: () => planted.remove(),
   };
 }
 

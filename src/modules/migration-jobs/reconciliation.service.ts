@@ -46,12 +46,11 @@ function exceptionsOf(row: repo.RecordMeasuresRow): ExceptionLine[] {
   // A record that failed on an account the store holds (a transaction whose id it holds with another
   // date, drift refused): the measures, counts and sums, may all agree while the store holds other
   // data than the line sent.
-  const failed: ExceptionLine[] = row.failed ? [{ ...base, measure: 'failed', file: null, migrated: null }] : [];
-  // A record that ran on an account imported before with other data (warned, on_drift warn), whether
-  // or not a later step then failed: the store kept the account as it was, not as the line sent it.
-  // Read from the warnings its run kept: the line stays until the record runs again (a retry, a new job).
-  if (row.drifted) failed.push({ ...base, measure: 'account_differs', file: null, migrated: null });
-  return [...failed, ...MEASURES.filter((m) => !sameFigure(m, row.file[m], row.migrated[m]))
+  // And a record that ran on an account imported before with other data (warned, on_drift warn),
+  // whether or not a later step then failed: the store kept the account as it was, not as the line
+  // sent it. Both read from what the record's run kept: they stay until the record runs again.
+  const outcomes = [...(row.failed ? ['failed' as const] : []), ...(row.drifted ? ['account_differs' as const] : [])];
+  return [...outcomes.map((measure) => ({ ...base, measure, file: null, migrated: null })), ...MEASURES.filter((m) => !sameFigure(m, row.file[m], row.migrated[m]))
     .map((m) => ({ ...base, measure: m, file: shown(m, row.file[m]), migrated: shown(m, row.migrated[m]) }))];
 }
 
