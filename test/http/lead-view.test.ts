@@ -149,6 +149,8 @@ describe('the lead\'s view', () => {
     try {
       await page.goto(`${base}/dashboard/`);
       await signInWith(page, tenant.apiKey);
+      // The search looks in the jobs listed: wait for the job before searching.
+      await page.locator(`[data-testid=job][data-job-id="${id}"]`).waitFor();
       await page.getByTestId('search').fill(ext);
       await page.getByRole('button', { name: 'Find' }).click();
       // The import status refuses the number (400 invalid): the job's record of it is what there is to show.
